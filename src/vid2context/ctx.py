@@ -1,0 +1,83 @@
+"""The per-call context: one per request, tool call or CLI run.
+
+Server objects hold no per-request state; everything that belongs to one call lives here: its
+deadline, its abort signal, a memo that lets providers share one upstream response between the
+metadata and captions stages, and a progress callback. Providers call ``ctx.check()`` between
+upstream requests so an aborted or expired call stops doing work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from .errors import ErrorCode, VidError
+
+__all__ = ["Ctx", "Progress"]
+
+Progress = Callable[[str, float | None, str], None]
+"""``progress(stage, fraction, message)``; fraction is 0..1 or ``None`` when unknown."""
+
+
+class Ctx:
+    """Deadline, abort signal, memo and progress for one call."""
+
+    def __init__(
+        self,
+        *,
+        timeout: float | None = None,
+        request_id: str | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.request_id = request_id or uuid.uuid4().hex
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.progress_callback = progress
+        self.memo: dict[Any, Any] = {}
+        self._abort = asyncio.Event()
+        self._abort_reason: str | None = None
+
+    @property
+    def aborted(self) -> bool:
+        return self._abort.is_set()
+
+    @property
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline, ``None`` when the call has none."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - time.monotonic())
+
+    def abort(self, reason: str = "canceled") -> None:
+        """Ask every provider working for this call to stop at its next check."""
+        self._abort_reason = reason
+        self._abort.set()
+
+    def check(self) -> None:
+        """Raise if the call was aborted or its deadline passed; cheap enough to call often."""
+        if self._abort.is_set():
+            if self._abort_reason == "timeout":
+                raise self._timeout_error()
+            raise VidError(ErrorCode.CANCELED, "The call was canceled.", hint="Run it again if you still need it.")
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise self._timeout_error()
+
+    def _timeout_error(self) -> VidError:
+        return VidError(
+            ErrorCode.TIMEOUT,
+            "The call ran out of time.",
+            hint="Retry; long videos may need a job (POST /api/v1/jobs) or a longer timeout.",
+        )
+
+    def progress(self, stage: str, fraction: float | None = None, message: str = "") -> None:
+        if self.progress_callback is not None:
+            self.progress_callback(stage, fraction, message)
+
+    def child(self) -> Ctx:
+        """A context for shared work (single-flight): same deadline, own abort signal, own memo,
+        so one caller going away does not cancel the run the others wait on."""
+        other = Ctx(request_id=self.request_id)
+        other.deadline = self.deadline
+        return other
