@@ -74,10 +74,3 @@ class Ctx:
     def progress(self, stage: str, fraction: float | None = None, message: str = "") -> None:
         if self.progress_callback is not None:
             self.progress_callback(stage, fraction, message)
-
-    def child(self) -> Ctx:
-        """A context for shared work (single-flight): same deadline, own abort signal, own memo,
-        so one caller going away does not cancel the run the others wait on."""
-        other = Ctx(request_id=self.request_id)
-        other.deadline = self.deadline
-        return other

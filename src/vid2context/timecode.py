@@ -18,7 +18,7 @@ __all__ = ["format_timestamp", "parse_time", "timestamp_url"]
 _MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer than any stream YouTube keeps
 _UNITS = re.compile(r"^(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m)?(?:(?P<s>\d+(?:\.\d+)?)s?)?$")
 _ISO = re.compile(r"^PT(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?$")
-_CLOCK = re.compile(r"^(?:(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d{1,2}(?:\.\d+)?)$")
+_CLOCK = re.compile(r"^(?:(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d{2}(?:\.\d+)?)$")
 
 
 def _bad(value: object, why: str) -> VidError:

@@ -1,0 +1,39 @@
+# vid2context: `make run` starts the local server, `make test` sets up and runs every test.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+HOST   ?= 127.0.0.1
+PORT   ?= 8787
+
+.PHONY: run test bench venv-local venv-dev clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# Stamps re-run the install only when pyproject.toml changes.
+$(VENV)/.local-stamp: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[local]'
+	touch $@
+
+$(VENV)/.dev-stamp: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[local,dev]'
+	touch $@
+
+venv-local: $(VENV)/.local-stamp
+venv-dev: $(VENV)/.dev-stamp
+
+## run: the local server on http://$(HOST):$(PORT) (SQLite default under $$VID2CONTEXT_HOME)
+run: venv-local
+	$(VENV)/bin/vid2context serve --host $(HOST) --port $(PORT)
+
+## test: every test, offline
+test: venv-dev
+	$(PY) -m pytest
+
+## bench: benchmarks; each writes its figures as JSON under bench/results/
+bench: venv-dev
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache bench/results

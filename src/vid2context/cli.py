@@ -1,0 +1,190 @@
+"""The ``vid2context`` command.
+
+The result goes to stdout and nothing else does, so ``vid2context get URL > talk.md`` is clean;
+progress and errors (code, message, hint) go to stderr, and the exit status says which happened:
+0 success, 1 an error we could explain, 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from . import __version__
+from .ctx import Ctx
+from .errors import VidError
+from .formats import FORMATTERS, RenderOptions, context_header, get_formatter
+from .models import VideoContext
+from .outline import get_section
+from .runtime import build_local_runtime
+from .settings import SETTINGS, load_settings
+
+__all__ = ["local_app", "main"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8787
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vid2context",
+        description="Turn any video into context an AI agent can use.",
+        epilog="Settings come from environment variables; `vid2context settings` lists them.",
+    )
+    parser.add_argument("--version", action="version", version=f"vid2context {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    get = commands.add_parser("get", help="print a video's transcript with a header", description=(
+        "Print a video's transcript (platform captions first) to stdout, with a header naming the "
+        "source. Progress and errors go to stderr."
+    ))
+    get.add_argument("url", help="a YouTube URL or id, any page yt-dlp understands, or a local media file")
+    get.add_argument("-f", "--format", default="text", help="output format (see `vid2context formats`); default text")
+    get.add_argument("-t", "--timestamps", action="store_true", help="prefix lines with [m:ss] where the format allows")
+    get.add_argument("-l", "--lang", help="preferred transcript language, BCP-47 (en, de, pt-BR)")
+    get.add_argument("-m", "--mode", default="auto", choices=["auto", "captions", "stt", "video"],
+                     help="auto (captions, then speech-to-text), captions, stt or video; default auto")
+    get.add_argument("--from", dest="from_", metavar="TIME", help="start of a section: 90, 1:30, 1h2m5s")
+    get.add_argument("--to", metavar="TIME", help="end of a section")
+    get.add_argument("--chapter", help="a chapter by outline index or title (exact, prefix, then substring)")
+    get.add_argument("--refresh", action="store_true", help="ignore the saved copy and fetch again")
+    get.add_argument("--no-header", action="store_true", help="omit the header in text output")
+    get.add_argument("-q", "--quiet", action="store_true", help="print nothing on stderr but errors")
+
+    commands.add_parser("formats", help="list the output formats")
+    commands.add_parser("settings", help="list the environment variables vid2context reads")
+
+    serve = commands.add_parser("serve", help="run the HTTP API locally")
+    serve.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind; default {DEFAULT_HOST}")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port; default {DEFAULT_PORT}")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "get":
+            return asyncio.run(_get(args, sys.stdout, sys.stderr))
+        if args.command == "formats":
+            return _formats(sys.stdout)
+        if args.command == "settings":
+            return _settings(sys.stdout)
+        if args.command == "serve":
+            return _serve(args)
+    except VidError as error:
+        _print_error(error, sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 2  # pragma: no cover - argparse enforces a known command
+
+
+def _print_error(error: VidError, err: TextIO) -> None:
+    print(f"error: {error.code.value}: {error.message}", file=err)
+    if error.hint:
+        print(f"hint: {error.hint}", file=err)
+    for attempt in error.attempts:
+        reason = f" ({attempt.reason})" if attempt.reason else ""
+        print(f"  tried {attempt.id} [{attempt.stage}] {attempt.outcome}{reason}, {attempt.ms} ms", file=err)
+
+
+async def _get(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .pipeline import get_context  # imported late: start-up of other commands stays fast
+
+    formatter = get_formatter(args.format)  # an unknown format fails before any network call
+    runtime = build_local_runtime()
+    try:
+        ctx = Ctx(timeout=runtime.settings.request_timeout_ms / 1000)
+        if not args.quiet:
+            print(f"vid2context: reading {args.url[:200]}", file=err)
+        context = await get_context(runtime, args.url, mode=args.mode, lang=args.lang, refresh=args.refresh, ctx=ctx)
+        if not args.quiet:
+            _print_summary(context, err)
+        out.write(_render(context, args, formatter.id))
+        out.flush()
+        return 0
+    except VidError as error:
+        _print_error(error, err)
+        return 1
+    finally:
+        await runtime.aclose()
+
+
+def _render(context: VideoContext, args: argparse.Namespace, format_id: str) -> str:
+    options = RenderOptions(timestamps=args.timestamps)
+    section_line = ""
+    if args.chapter is not None or args.from_ is not None or args.to is not None:
+        section = get_section(context, chapter=args.chapter, from_=args.from_, to=args.to)
+        section_line = section.section_line() + "\n\n"
+        context = section.context
+    body = FORMATTERS[format_id].render(context, options)
+    if format_id != "text" or args.no_header:
+        return body if body.endswith("\n") else body + "\n"
+    text = context_header(context) + "\n" + section_line + body
+    return text if text.endswith("\n") else text + "\n"
+
+
+def _print_summary(context: VideoContext, err: TextIO) -> None:
+    transcript = context.transcript
+    steps = ", ".join(f"{a.id} {a.stage} {a.ms} ms" for a in context.attempts)
+    if transcript is None:
+        print(f"vid2context: {context.metadata.title} (no transcript) [{steps}]", file=err)
+        return
+    print(
+        f"vid2context: {context.metadata.title}: {transcript.origin} {transcript.language or '?'}, "
+        f"{len(transcript.segments)} segments [{steps}]",
+        file=err,
+    )
+    if transcript.note:
+        print(f"vid2context: {transcript.note}", file=err)
+
+
+def _formats(out: TextIO) -> int:
+    width = max(len(f.id) for f in FORMATTERS.values())
+    for formatter in FORMATTERS.values():
+        combined = " (several videos)" if formatter.combines_videos else ""
+        print(f"{formatter.id:<{width}}  {formatter.mime_type:<32}  {formatter.description}{combined}", file=out)
+    return 0
+
+
+def _settings(out: TextIO) -> int:
+    for setting in SETTINGS:
+        default = "" if setting.default is None else f" (default {setting.default})"
+        print(f"{setting.env}{default}\n    {setting.help}", file=out)
+    return 0
+
+
+def local_app():  # type: ignore[no-untyped-def]
+    """The local ASGI app; a factory so the server builds it in its own worker process."""
+    from .api import create_app
+
+    return create_app(build_local_runtime())
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from granian import Granian
+    from granian.constants import Interfaces
+
+    if not 0 < args.port < 65536:
+        print(f"error: bad-request: port {args.port} is not 1 to 65535", file=sys.stderr)
+        return 2
+    load_settings(os.environ)  # fail fast on a bad setting, before the server starts
+    print(f"vid2context {__version__}: serving http://{args.host}:{args.port}/api/v1/health", file=sys.stderr)
+    Granian(
+        "vid2context.cli:local_app",
+        factory=True,
+        address=args.host,
+        port=args.port,
+        interface=Interfaces.ASGI,
+        log_access=False,
+        working_dir=os.getcwd(),
+    ).serve()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,307 @@
+"""From any input to a ``VideoContext``: cache, then metadata, then the transcript ladder.
+
+Every rung runs through ``run_rung``, which times it, records an ``Attempt`` and turns any failure
+into a ``VidError``; so every answer and every error says what ran, how long it took and why a rung
+was skipped. Identical concurrent requests share one run (``SingleFlight``), and the shared run
+has its own deadline so one caller going away does not fail the others.
+
+The transcript ladder, cheapest and most faithful first::
+
+    cache ─▶ captions (each source provider that accepts the input) ─▶ speech-to-text rungs
+
+``mode=captions`` stops after captions, ``mode=stt`` skips them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from .ctx import Ctx
+from .errors import ErrorCode, VidError
+from .inputs import is_list, parse_input
+from .models import Attempt, Mode, Stage, Transcript, VideoContext, VideoMetadata, VideoRef
+from .providers.base import SourceProvider
+from .runtime import Runtime
+
+__all__ = ["get_context", "get_metadata", "list_items", "resolve", "run_rung"]
+
+log = logging.getLogger("vid2context.pipeline")
+
+T = TypeVar("T")
+
+MODES: tuple[Mode, ...] = ("auto", "captions", "stt", "video")
+
+
+async def run_rung(
+    attempts: list[Attempt], rung_id: str, stage: Stage, work: Callable[[], Awaitable[T]]
+) -> T:
+    """Run one rung, record its ``Attempt``, and let only ``VidError`` out.
+
+    An unexpected exception is a bug: it is logged with its traceback and becomes ``internal``
+    with no detail, so nothing about our internals reaches the caller.
+    """
+    started = time.perf_counter()
+    try:
+        result = await work()
+    except VidError as error:
+        attempts.append(_attempt(rung_id, stage, "error", started, error.code.value, error.message))
+        error.attempts = list(attempts)
+        raise
+    except Exception:
+        log.exception("rung %s failed at stage %s", rung_id, stage)
+        attempts.append(_attempt(rung_id, stage, "error", started, ErrorCode.INTERNAL.value, None))
+        raise VidError.internal(list(attempts)) from None
+    attempts.append(_attempt(rung_id, stage, "ok", started, None, None))
+    return result
+
+
+def _attempt(rung_id: str, stage: Stage, outcome: str, started: float, reason: str | None, detail: str | None):
+    ms = int((time.perf_counter() - started) * 1000)
+    return Attempt(id=rung_id, stage=stage, outcome=outcome, reason=reason, detail=detail, ms=ms)  # type: ignore[arg-type]
+
+
+def resolve(runtime: Runtime, source: str | VideoRef) -> VideoRef:
+    """Parse an input with the runtime's public-mode guard; refs pass through, checked again."""
+    if isinstance(source, VideoRef):
+        if runtime.settings.public and source.platform == "local":
+            return parse_input(source.native_id, public=True)  # raises unsupported-input
+        return source
+    return parse_input(source, public=runtime.settings.public)
+
+
+def _providers_for(runtime: Runtime, ref: VideoRef) -> list[SourceProvider]:
+    providers = [p for p in runtime.sources if p.accepts(ref)]
+    if not providers:
+        raise VidError(ErrorCode.NO_PROVIDER, *_no_provider_text(ref))
+    return providers
+
+
+def _no_provider_text(ref: VideoRef) -> tuple[str, str]:
+    if ref.platform == "web":
+        return (
+            f"No provider here can read {ref.url}.",
+            "Pages other than YouTube need yt-dlp: run vid2context locally with the `local` extra installed.",
+        )
+    if ref.platform == "local":
+        return (
+            f"No provider here can read the local file {ref.native_id}.",
+            "Local files need the local runtime with ffmpeg installed (`pip install 'vid2context[local]'`).",
+        )
+    if ref.platform == "upload":
+        return ("Uploads are read by the API server.", "Upload with POST /api/v1/uploads and use the returned input.")
+    return (f"No provider is enabled for {ref.platform} inputs.", "Check GET /api/v1/health for enabled providers.")
+
+
+async def _first_success(
+    attempts: list[Attempt],
+    providers: list[SourceProvider],
+    stage: Stage,
+    call: Callable[[SourceProvider], Awaitable[T]],
+) -> T:
+    """The first provider that succeeds; with every one failed, the most telling error."""
+    errors: list[VidError] = []
+    for provider in providers:
+        try:
+            return await run_rung(attempts, provider.id, stage, lambda p=provider: call(p))
+        except VidError as error:
+            errors.append(error)
+    raise _combine(errors, attempts)
+
+
+def _combine(errors: list[VidError], attempts: list[Attempt]) -> VidError:
+    """One error for a ladder that failed everywhere.
+
+    When every rung failed the same way, that code (and the first rung's message and hint) is the
+    answer: a video without captions is ``no-transcript`` whoever noticed. Different failures are
+    ``all-rungs-failed``, with each listed in ``attempts``.
+    """
+    if not errors:
+        return VidError(ErrorCode.NO_PROVIDER, "No provider could run.", attempts=attempts)
+    codes = {error.code for error in errors}
+    if len(codes) == 1:
+        first = errors[0]
+        return VidError(first.code, first.message, hint=first.hint, attempts=attempts, retry_after=first.retry_after)
+    summary = "; ".join(f"{a.id}: {a.reason}" for a in attempts if a.outcome == "error")
+    hints = [e.hint for e in errors if e.hint]
+    return VidError(
+        ErrorCode.ALL_RUNGS_FAILED,
+        f"Every provider failed ({summary}).",
+        hint=hints[0] if hints else "See attempts for what each provider answered.",
+        attempts=attempts,
+    )
+
+
+def _cache_fits(context: VideoContext, mode: Mode, lang: str | None) -> bool:
+    """Whether a saved context answers this request without a new fetch."""
+    transcript = context.transcript
+    if transcript is None:
+        return False
+    if mode == "stt" and transcript.origin != "asr":
+        return False
+    if mode == "captions" and transcript.origin == "asr":
+        return False
+    if lang and transcript.language:
+        return transcript.language.lower().split("-")[0] == lang.lower().split("-")[0]
+    return True
+
+
+def _check_mode(mode: str) -> Mode:
+    if mode not in MODES:
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            f"Unknown mode {mode[:20]!r}.",
+            hint="Use one of: " + ", ".join(MODES) + ".",
+        )
+    return mode  # type: ignore[return-value]
+
+
+async def get_context(
+    runtime: Runtime,
+    source: str | VideoRef,
+    *,
+    mode: str = "auto",
+    lang: str | None = None,
+    refresh: bool = False,
+    ctx: Ctx | None = None,
+) -> VideoContext:
+    """The video's metadata and transcript, from the library when it has them.
+
+    Raises ``VidError``: ``unsupported-input``/``bad-request`` for the input, the provider's code
+    when one rung was tried, ``all-rungs-failed`` when several failed differently.
+    """
+    ctx = ctx or Ctx(timeout=runtime.settings.request_timeout_ms / 1000)
+    checked_mode = _check_mode(mode)
+    ref = resolve(runtime, source)
+    if is_list(ref):
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            f"{ref.url or ref.id} is a {ref.kind}, not a video.",
+            hint="List its videos with the items route (or `list_items`) and ask for each, or build a pack.",
+        )
+    if not refresh:
+        cached = await runtime.storage.get_context(ref.id)
+        if cached is not None and _cache_fits(cached, checked_mode, lang):
+            hit = Attempt(id=runtime.storage.id, stage="cache", outcome="ok", ms=0)
+            return VideoContext(
+                id=cached.id,
+                metadata=cached.metadata,
+                transcript=cached.transcript,
+                comments=cached.comments,
+                attempts=[hit],
+                fetched_at=cached.fetched_at,
+            )
+    key = (ref.id, checked_mode, (lang or "").lower(), refresh)
+    # The shared run gets a context of its own: its own deadline and abort signal, so the first
+    # caller's disconnect or shorter deadline does not fail the others waiting on it.
+    shared = Ctx(
+        timeout=runtime.settings.request_timeout_ms / 1000,
+        request_id=ctx.request_id,
+        progress=ctx.progress_callback,
+    )
+    try:
+        return await runtime.flights.run(
+            key, lambda: _build_context(runtime, ref, checked_mode, lang, shared), wait=ctx.remaining
+        )
+    except TimeoutError:
+        raise VidError(
+            ErrorCode.TIMEOUT,
+            f"{ref.id} took longer than this call's time limit.",
+            hint="Retry in a moment: the work goes on and its result is saved to the library.",
+        ) from None
+
+
+async def _build_context(runtime: Runtime, ref: VideoRef, mode: Mode, lang: str | None, ctx: Ctx) -> VideoContext:
+    attempts: list[Attempt] = []
+    providers = _providers_for(runtime, ref)
+    metadata: VideoMetadata = await _first_success(attempts, providers, "metadata", lambda p: p.metadata(ref, ctx))
+    transcript = await _transcript(runtime, ref, providers, mode, lang, ctx, attempts)
+    context = VideoContext(
+        id=ref.id,
+        metadata=metadata,
+        transcript=transcript,
+        attempts=attempts,
+        fetched_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+    if ref.platform != "upload":
+        await run_rung(attempts, runtime.storage.id, "save", lambda: runtime.storage.put_context(context))
+    return context
+
+
+async def _transcript(
+    runtime: Runtime,
+    ref: VideoRef,
+    providers: list[SourceProvider],
+    mode: Mode,
+    lang: str | None,
+    ctx: Ctx,
+    attempts: list[Attempt],
+) -> Transcript:
+    if mode == "video":
+        raise VidError(
+            ErrorCode.NO_PROVIDER,
+            "mode=video (reading the picture) needs a vision provider, and none is installed.",
+            hint="Use mode=auto for captions or speech-to-text.",
+            attempts=attempts,
+        )
+    errors: list[VidError] = []
+    if mode in ("auto", "captions"):
+        for provider in providers:
+            try:
+                return await run_rung(
+                    attempts, provider.id, "captions", lambda p=provider: p.captions(ref, ctx, lang=lang)
+                )
+            except VidError as error:
+                errors.append(error)
+        if mode == "captions":
+            raise _combine(errors, attempts)
+    # Speech-to-text rungs join here (hosted Whisper, local models); none is configured yet.
+    attempts.append(
+        Attempt(id="stt", stage="stt", outcome="skipped", reason="no-provider", detail="no speech-to-text rung is set up")
+    )
+    if mode == "stt" or not errors:
+        raise VidError(
+            ErrorCode.NO_PROVIDER,
+            "No speech-to-text provider is configured, so the audio cannot be transcribed.",
+            hint="Use mode=captions for videos with captions; speech-to-text providers are listed by "
+            "GET /api/v1/health.",
+            attempts=attempts,
+        )
+    raise _combine(errors, attempts)
+
+
+async def get_metadata(runtime: Runtime, source: str | VideoRef, *, ctx: Ctx | None = None) -> VideoMetadata:
+    """Metadata only: no captions or audio are fetched. A saved context answers without a fetch."""
+    ctx = ctx or Ctx(timeout=runtime.settings.request_timeout_ms / 1000)
+    ref = resolve(runtime, source)
+    if not is_list(ref):
+        cached = await runtime.storage.get_context(ref.id)
+        if cached is not None:
+            return cached.metadata
+    attempts: list[Attempt] = []
+    return await _first_success(attempts, _providers_for(runtime, ref), "metadata", lambda p: p.metadata(ref, ctx))
+
+
+async def list_items(
+    runtime: Runtime, source: str | VideoRef, *, limit: int | None = None, ctx: Ctx | None = None
+) -> list[VideoRef]:
+    """A playlist or channel expanded to its videos; a single video is a list of itself."""
+    ctx = ctx or Ctx(timeout=runtime.settings.request_timeout_ms / 1000)
+    cap = runtime.settings.max_playlist_items
+    limit = cap if limit is None else limit
+    if not 1 <= limit <= cap:
+        raise VidError(ErrorCode.BAD_REQUEST, f"limit must be 1 to {cap}, not {limit}.", hint=f"Pass 1 to {cap}.")
+    ref = resolve(runtime, source)
+    if ref.kind == "video":
+        if ref.list_id is None or ref.platform != "youtube":
+            return [ref]
+        # A watch URL inside a playlist (watch?v=X&list=Y): the caller asked for the list.
+        ref = resolve(runtime, f"https://www.youtube.com/playlist?list={ref.list_id}")
+    attempts: list[Attempt] = []
+    items = await _first_success(
+        attempts, _providers_for(runtime, ref), "items", lambda p: p.items(ref, ctx, limit=limit)
+    )
+    return items[:limit]

@@ -1,0 +1,55 @@
+"""Settings are read once, validated, and every one is documented."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from vid2context.errors import ErrorCode, VidError
+from vid2context.settings import SETTINGS, Settings, load_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_defaults_match_the_table() -> None:
+    settings = load_settings({})
+    for setting in SETTINGS:
+        assert getattr(settings, setting.field) == setting.default, setting.env
+
+
+def test_values_are_converted() -> None:
+    settings = load_settings(
+        {"VID2CONTEXT_PUBLIC": "yes", "VID2CONTEXT_MAX_PLAYLIST_ITEMS": "1_000", "VID2CONTEXT_PROXY": " http://p:3128 "}
+    )
+    assert settings.public is True
+    assert settings.max_playlist_items == 1000
+    assert settings.proxy == "http://p:3128"
+
+
+@pytest.mark.parametrize(
+    ("env", "value"),
+    [("VID2CONTEXT_PUBLIC", "maybe"), ("VID2CONTEXT_MAX_PLAYLIST_ITEMS", "lots"), ("VID2CONTEXT_HTTP_TIMEOUT_S", "-1")],
+)
+def test_a_bad_value_names_the_variable(env: str, value: str) -> None:
+    with pytest.raises(VidError) as caught:
+        load_settings({env: value})
+    assert caught.value.code is ErrorCode.BAD_REQUEST
+    assert env in caught.value.message
+    assert caught.value.hint
+
+
+def test_every_setting_has_a_field_and_a_help() -> None:
+    fields = set(Settings.__struct_fields__)
+    for setting in SETTINGS:
+        assert setting.field in fields
+        assert setting.help.endswith(".")
+    assert {s.field for s in SETTINGS} == fields
+
+
+def test_every_setting_is_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"`(VID2CONTEXT_[A-Z_]+)`", readme))
+    for setting in SETTINGS:
+        assert setting.env in documented, f"{setting.env} is missing from README.md"
