@@ -18,6 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "vid2context"
 # Modules that exist for the local platform only (relative to the package, without ".py").
 LOCAL_ONLY = {
     "cli",
+    "__main__",
     "providers/ytdlp",
     "providers/localfile",
     "providers/transcript_api",

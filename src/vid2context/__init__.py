@@ -4,6 +4,7 @@ The public surface is re-exported here; each module's ``__all__`` says what it o
 """
 
 from .errors import STATUS_BY_CODE, ErrorCode, VidError
+from .inputs import is_list, parse_input
 from .models import (
     Attempt,
     CaptionTrack,
@@ -37,6 +38,8 @@ __all__ = [
     "VideoSummary",
     "__version__",
     "estimate_tokens",
+    "is_list",
+    "parse_input",
     "format_timestamp",
     "parse_time",
     "timestamp_url",
