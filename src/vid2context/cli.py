@@ -12,6 +12,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 from . import __version__
@@ -181,7 +182,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         interface=Interfaces.ASGI,
         log_access=False,
-        working_dir=os.getcwd(),
+        working_dir=Path.cwd(),
     ).serve()
     return 0
 

@@ -76,7 +76,8 @@ def resolve(runtime: Runtime, source: str | VideoRef) -> VideoRef:
 def _providers_for(runtime: Runtime, ref: VideoRef) -> list[SourceProvider]:
     providers = [p for p in runtime.sources if p.accepts(ref)]
     if not providers:
-        raise VidError(ErrorCode.NO_PROVIDER, *_no_provider_text(ref))
+        message, hint = _no_provider_text(ref)
+        raise VidError(ErrorCode.NO_PROVIDER, message, hint=hint)
     return providers
 
 

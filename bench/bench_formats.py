@@ -1,0 +1,86 @@
+"""Parse and render a 3-hour transcript.
+
+A timedtext XML file in the recorded fixture's shape (``<text start dur>``, HTML-escaped text) with
+about 2,500 cues, as YouTube serves for a three-hour talk, and its json3 twin. Figures:
+
+- ms to parse the XML with our parser, and with youtube-transcript-api's parser on the same bytes
+  (the reference; the target is at least 5x faster);
+- ms to parse json3;
+- ms to render the parsed transcript to every format in ``FORMATTERS``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from html import escape
+
+from vid2context.formats import FORMATTERS, RenderOptions
+from vid2context.models import Transcript, VideoContext, VideoMetadata
+from vid2context.providers.captions import parse_json3, parse_timedtext_xml
+
+from .timing import measure
+
+CUES = 2500
+HOURS = 3
+
+_WORDS = (
+    "so the thing about this design is that it keeps <i>every</i> layer small & honest and we'll see "
+    "why it matters when the load grows past what one machine can hold, which it always does"
+).split()
+
+
+def build_transcript(seed: int = 7) -> tuple[str, str]:
+    """(timedtext XML, json3) for a 3-hour talk, deterministic for a seed."""
+    rng = random.Random(seed)
+    step = HOURS * 3600 / CUES
+    lines = ['<?xml version="1.0" encoding="utf-8" ?><transcript>']
+    events = []
+    for i in range(CUES):
+        start = round(i * step, 2)
+        dur = round(step * rng.uniform(0.8, 1.0), 3)
+        text = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(6, 14)))
+        lines.append(f'<text start="{start}" dur="{dur}">{escape(escape(text, quote=False))}</text>')
+        events.append({"tStartMs": int(start * 1000), "dDurationMs": int(dur * 1000), "segs": [{"utf8": text}]})
+    lines.append("</transcript>")
+    return "\n".join(lines), json.dumps({"events": events})
+
+
+def run() -> dict[str, object]:
+    from youtube_transcript_api._transcripts import _TranscriptParser  # the reference parser
+
+    xml, json3 = build_transcript()
+    reference = _TranscriptParser(preserve_formatting=False)
+    ours = measure(lambda: parse_timedtext_xml(xml))
+    theirs = measure(lambda: reference.parse(xml))
+    segments = parse_timedtext_xml(xml)
+    assert len(segments) == len(reference.parse(xml)) == CUES
+    context = VideoContext(
+        id="youtube:benchmark01",
+        metadata=VideoMetadata(
+            id="youtube:benchmark01", platform="youtube", title="A three-hour talk", duration_sec=HOURS * 3600,
+            url="https://www.youtube.com/watch?v=benchmark01",
+        ),
+        transcript=Transcript(
+            language="en", origin="captions-manual", timing="caption", producer="youtube/innertube", segments=segments
+        ),
+    )
+    render = {}
+    for formatter in FORMATTERS.values():
+        for timestamps in (False, True):
+            key = f"{formatter.id}{'+timestamps' if timestamps else ''}"
+            options = RenderOptions(timestamps=timestamps)
+            if formatter.combines_videos:
+                render[key] = measure(lambda f=formatter, o=options: f.render(context, o), repeat=7)
+            else:
+                render[key] = measure(lambda f=formatter, o=options: f.render(context, o))
+    return {
+        "cues": CUES,
+        "hours": HOURS,
+        "xml_bytes": len(xml),
+        "parse_xml": ours,
+        "parse_xml_youtube_transcript_api": theirs,
+        "parse_xml_speedup": round(theirs["median_ms"] / ours["median_ms"], 2),
+        "parse_json3": measure(lambda: parse_json3(json3)),
+        "render": render,
+    }

@@ -1,0 +1,67 @@
+"""Formatters: one module each, in one ordered map.
+
+``FORMATTERS`` is the only list of formats; routes, tools and health output read it at runtime.
+``text`` comes first because it is the default everywhere.
+"""
+
+from __future__ import annotations
+
+from ..errors import ErrorCode, VidError
+from ..models import VideoContext
+from .base import FormatInfo, Formatter, RenderOptions, format_info
+from .header import context_header
+from .json import JsonFormatter
+from .markdown import MarkdownFormatter
+from .pack import PackFormatter, render_many
+from .srt import SrtFormatter
+from .text import TextFormatter
+from .vtt import VttFormatter
+
+__all__ = [
+    "FORMATTERS",
+    "FormatInfo",
+    "Formatter",
+    "RenderOptions",
+    "context_header",
+    "format_info",
+    "format_infos",
+    "get_formatter",
+    "render",
+    "render_many",
+]
+
+FORMATTERS: dict[str, Formatter] = {
+    formatter.id: formatter
+    for formatter in (
+        TextFormatter(),
+        MarkdownFormatter(),
+        SrtFormatter(),
+        VttFormatter(),
+        JsonFormatter(),
+        PackFormatter(),
+    )
+}
+
+
+def get_formatter(format_id: str) -> Formatter:
+    """The formatter for ``format_id`` (case and surrounding space ignored); ``bad-request`` if none."""
+    key = format_id.strip().lower() if isinstance(format_id, str) else ""
+    if formatter := FORMATTERS.get(key):
+        return formatter
+    shown = str(format_id)
+    if len(shown) > 40:
+        shown = shown[:40] + "..."
+    raise VidError(
+        ErrorCode.BAD_REQUEST,
+        f"Unknown format {shown!r}.",
+        hint=f"Use one of: {', '.join(FORMATTERS)}.",
+    )
+
+
+def render(context: VideoContext, format_id: str = "text", options: RenderOptions | None = None) -> str:
+    return get_formatter(format_id).render(context, options or RenderOptions())
+
+
+def format_infos() -> list[FormatInfo]:
+    """Every formatter as ``GET /formats`` and ``list_formats`` describe it, in map order."""
+    return [format_info(formatter) for formatter in FORMATTERS.values()]

@@ -1,0 +1,230 @@
+"""Pieces every formatter and the outline share: durations, citations, chapters, paragraphs, cues.
+
+Kept apart from the formatters so that each of them stays a short list of layout decisions, and so
+that the outline counts tokens over exactly the segments the formatters would print for a chapter.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..models import Segment, VideoContext
+from ..timecode import format_timestamp, timestamp_url
+from ..tokens import estimate_tokens
+
+__all__ = [
+    "Cue",
+    "Paragraph",
+    "Span",
+    "chapter_spans",
+    "cite",
+    "clean_text",
+    "cues",
+    "duration_of",
+    "ends_sentence",
+    "link_at",
+    "md_link_text",
+    "one_line",
+    "paragraphs",
+    "plain_text",
+    "segments_of",
+    "split_by_starts",
+    "transcript_tokens",
+]
+
+MIN_CUE_MS = 1000
+"""A cue whose end is not after its start is given this length, so players show it."""
+
+_SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
+_PAUSE_SEC = 2.0
+_SOFT_CHARS = 200
+_SENTENCE_CHARS = 500
+_HARD_CHARS = 1000
+_EPSILON = 0.001
+
+
+def ends_sentence(text: str) -> bool:
+    """True when ``text`` ends with sentence punctuation (closing quotes and brackets allowed)."""
+    return bool(_SENTENCE_END.search(text.rstrip()))
+
+
+def clean_text(text: str) -> str:
+    """Whitespace (newlines included) collapsed to single spaces."""
+    return " ".join(text.split())
+
+
+def one_line(text: str | None, limit: int | None = None) -> str:
+    """A value safe to print on one line of a header: no line breaks, optionally shortened."""
+    line = clean_text(text or "")
+    if limit is not None and len(line) > limit:
+        line = line[: max(0, limit - 1)].rstrip() + "…"
+    return line
+
+
+def md_link_text(text: str) -> str:
+    """Text that cannot end a Markdown link early."""
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+def segments_of(context: VideoContext) -> list[Segment]:
+    return list(context.transcript.segments) if context.transcript else []
+
+
+def plain_text(segments: Sequence[Segment]) -> str:
+    return " ".join(text for seg in segments if (text := clean_text(seg.text)))
+
+
+def transcript_tokens(context: VideoContext) -> int:
+    """Tokens of the transcript's words alone: the figure headers, outlines and packs quote."""
+    return estimate_tokens(plain_text(segments_of(context)))
+
+
+def duration_of(context: VideoContext) -> float | None:
+    """The video's duration from its metadata, else the end of its last segment, else ``None``."""
+    if context.metadata.duration_sec and context.metadata.duration_sec > 0:
+        return context.metadata.duration_sec
+    ends = [max(seg.start_sec, seg.end_sec) for seg in segments_of(context)]
+    return max(ends) if ends else None
+
+
+def _native_id(context: VideoContext) -> str:
+    prefix = context.metadata.platform + ":"
+    for candidate in (context.id, context.metadata.id):
+        if candidate.startswith(prefix):
+            return candidate[len(prefix) :]
+    return context.metadata.id
+
+
+def link_at(context: VideoContext, seconds: float) -> str | None:
+    """A link that opens the video at ``seconds``, where the platform has one."""
+    meta = context.metadata
+    return timestamp_url(meta.platform, _native_id(context), meta.url, seconds)
+
+
+def cite(context: VideoContext, seconds: float) -> str:
+    """``[m:ss](link)``, or a bare ``[m:ss]`` where there is no link."""
+    stamp = f"[{format_timestamp(seconds)}]"
+    url = link_at(context, seconds)
+    return f"{stamp}({url})" if url else stamp
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A chapter with its end resolved: the next chapter's start; for the last, its own end or the
+    video's."""
+
+    title: str
+    start_sec: float
+    end_sec: float | None
+
+
+def chapter_spans(context: VideoContext) -> list[Span]:
+    chapters = sorted(context.metadata.chapters, key=lambda ch: ch.start_sec)
+    duration = duration_of(context)
+    spans = []
+    for i, chapter in enumerate(chapters):
+        if i + 1 < len(chapters):
+            # Segments belong to the chapter their start falls in, so a chapter runs to the next
+            # one even when its own end leaves a gap.
+            end: float | None = chapters[i + 1].start_sec
+        elif chapter.end_sec is not None and chapter.end_sec > chapter.start_sec:
+            end = chapter.end_sec
+        else:
+            end = duration
+        spans.append(Span(chapter.title, chapter.start_sec, end))
+    return spans
+
+
+def split_by_starts(segments: Sequence[Segment], starts: Sequence[float]) -> list[list[Segment]]:
+    """Segments grouped by the span their start falls in; any before the first span join it.
+
+    ``starts`` must be sorted. Assigning by start (not overlap) puts every segment in exactly one
+    group, so the groups' token counts add up to the whole.
+    """
+    groups: list[list[Segment]] = [[] for _ in starts]
+    if not groups:
+        return groups
+    for seg in segments:
+        index = max(0, bisect_right(starts, seg.start_sec + _EPSILON) - 1)
+        groups[index].append(seg)
+    return groups
+
+
+@dataclass(frozen=True, slots=True)
+class Paragraph:
+    start_sec: float
+    text: str
+    speaker: str | None = None
+
+
+def paragraphs(segments: Sequence[Segment]) -> list[Paragraph]:
+    """Segments joined into readable paragraphs.
+
+    A paragraph ends at a change of speaker, at a pause once it has a few sentences' worth of
+    text, at a sentence end once it is long, and in any case before it grows past about 250 tokens
+    (automatic captions have no punctuation to cut at).
+    """
+    result: list[Paragraph] = []
+    parts: list[str] = []
+    start = 0.0
+    speaker: str | None = None
+    size = 0
+    previous: Segment | None = None
+
+    def flush() -> None:
+        if parts:
+            result.append(Paragraph(start, " ".join(parts), speaker))
+
+    for seg in segments:
+        text = clean_text(seg.text)
+        if not text:
+            continue
+        if parts and previous is not None:
+            pause = seg.start_sec - previous.end_sec
+            if (
+                (seg.speaker or None) != speaker
+                or (pause >= _PAUSE_SEC and size >= _SOFT_CHARS)
+                or (ends_sentence(parts[-1]) and size >= _SENTENCE_CHARS)
+                or size >= _HARD_CHARS
+            ):
+                flush()
+                parts, size = [], 0
+        if not parts:
+            start, speaker = seg.start_sec, seg.speaker or None
+        parts.append(text)
+        size += len(text) + 1
+        previous = seg
+    flush()
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Cue:
+    start_ms: int
+    end_ms: int
+    lines: list[str]
+    speaker: str | None = None
+
+
+def cues(segments: Sequence[Segment]) -> list[Cue]:
+    """Subtitle cues: whole milliseconds, no empty lines, no cue that ends before it starts.
+
+    Segments without text are left out (an empty cue is invalid SRT). A segment whose end is not
+    after its start (zero-length timings are common in automatic captions) lasts ``MIN_CUE_MS``.
+    """
+    result = []
+    for seg in segments:
+        lines = [clean_text(line) for line in seg.text.splitlines()]
+        lines = [line for line in lines if line]
+        if not lines:
+            continue
+        start_ms = max(0, round(seg.start_sec * 1000))
+        end_ms = round(seg.end_sec * 1000)
+        if end_ms <= start_ms:
+            end_ms = start_ms + MIN_CUE_MS
+        speaker = one_line(seg.speaker) or None
+        result.append(Cue(start_ms, end_ms, lines, speaker))
+    return result

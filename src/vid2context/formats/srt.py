@@ -1,0 +1,38 @@
+"""SubRip (``.srt``): numbered cues, ``HH:MM:SS,mmm`` times, text that never holds a blank line.
+
+A blank line ends a cue in SRT, so every line of a segment is trimmed and empty lines are dropped;
+segments with no text are left out and the rest are numbered from 1 without gaps.
+"""
+
+from __future__ import annotations
+
+from ..models import VideoContext
+from .base import RenderOptions
+from .blocks import cues, segments_of
+
+__all__ = ["SrtFormatter", "srt_time"]
+
+
+def srt_time(ms: int) -> str:
+    hours, rest = divmod(max(0, ms), 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    seconds, millis = divmod(rest, 1000)
+    return f"{hours:02d}:{minutes:02d}:{seconds:02d},{millis:03d}"
+
+
+class SrtFormatter:
+    id = "srt"
+    description = "SubRip subtitles (.srt)."
+    mime_type = "application/x-subrip; charset=utf-8"
+    extension = "srt"
+    combines_videos = False
+
+    def render(self, context: VideoContext, options: RenderOptions) -> str:
+        blocks = []
+        for number, cue in enumerate(cues(segments_of(context)), start=1):
+            lines = list(cue.lines)
+            if cue.speaker:
+                lines[0] = f"{cue.speaker}: {lines[0]}"
+            timing = f"{srt_time(cue.start_ms)} --> {srt_time(cue.end_ms)}"
+            blocks.append("\n".join([str(number), timing, *lines]))
+        return "\n\n".join(blocks) + "\n" if blocks else ""

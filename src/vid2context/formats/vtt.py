@@ -1,0 +1,43 @@
+"""WebVTT (``.vtt``): ``HH:MM:SS.mmm`` times, cue text escaped as the spec requires.
+
+In cue text ``&``, ``<`` and ``>`` are written as character references, so transcript text can
+neither open a tag nor contain ``-->`` (which would end the timing line's meaning); blank lines,
+which end a cue, are dropped. A speaker becomes a voice span, ``<v Name>``.
+"""
+
+from __future__ import annotations
+
+from ..models import VideoContext
+from .base import RenderOptions
+from .blocks import cues, segments_of
+
+__all__ = ["VttFormatter", "escape_cue_text", "vtt_time"]
+
+
+def vtt_time(ms: int) -> str:
+    hours, rest = divmod(max(0, ms), 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    seconds, millis = divmod(rest, 1000)
+    return f"{hours:02d}:{minutes:02d}:{seconds:02d}.{millis:03d}"
+
+
+def escape_cue_text(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+class VttFormatter:
+    id = "vtt"
+    description = "WebVTT subtitles (.vtt)."
+    mime_type = "text/vtt; charset=utf-8"
+    extension = "vtt"
+    combines_videos = False
+
+    def render(self, context: VideoContext, options: RenderOptions) -> str:
+        blocks = ["WEBVTT"]
+        for number, cue in enumerate(cues(segments_of(context)), start=1):
+            lines = [escape_cue_text(line) for line in cue.lines]
+            if cue.speaker:
+                lines[0] = f"<v {escape_cue_text(cue.speaker)}>{lines[0]}</v>"
+            timing = f"{vtt_time(cue.start_ms)} --> {vtt_time(cue.end_ms)}"
+            blocks.append("\n".join([str(number), timing, *lines]))
+        return "\n\n".join(blocks) + "\n"

@@ -1,0 +1,406 @@
+"""Read a long video in parts: its outline, then one section at a time.
+
+Speech runs near 12k tokens an hour, so an agent should see the shape of a video before loading
+it. ``outline()`` lists the chapters (from the video's metadata) or, for a video without any,
+sections of about five minutes cut where the speaker pauses or ends a sentence; each entry has
+its token count and a timestamp link. ``get_section()`` returns one entry, or any time range, as a
+``VideoContext`` whose transcript holds only that part, so every formatter can render it.
+
+Segments belong to the entry their start falls in, so the entries' tokens add up to the whole
+(give or take rounding) and ``get_section(chapter=i)`` returns exactly what the outline counted.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import msgspec
+
+from .errors import ErrorCode, VidError
+from .formats.blocks import (
+    chapter_spans,
+    duration_of,
+    ends_sentence,
+    link_at,
+    one_line,
+    plain_text,
+    segments_of,
+    split_by_starts,
+    transcript_tokens,
+)
+from .models import Origin, Segment, VideoContext, VideoMetadata
+from .timecode import format_timestamp, parse_time
+from .tokens import estimate_tokens
+
+__all__ = [
+    "ApiOutline",
+    "ApiOutlineChapter",
+    "Outline",
+    "OutlineEntry",
+    "Section",
+    "TranscriptInfo",
+    "get_section",
+    "outline",
+    "outline_for_api",
+]
+
+SECTION_SEC = 300.0
+"""Length of a time section for videos without chapters: five minutes, about 1k tokens of speech."""
+
+
+class _Base(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
+    """The wire conventions of ``models``: camelCase, keyword-only, defaults left out."""
+
+
+class OutlineEntry(_Base, kw_only=True):
+    index: int
+    title: str
+    start_sec: float
+    end_sec: float | None = None
+    start: str
+    """``start_sec`` as ``m:ss`` (``h:mm:ss`` past an hour), ready to cite."""
+    tokens: int
+    url: str | None = None
+
+
+class TranscriptInfo(_Base, kw_only=True):
+    origin: Origin
+    language: str | None
+    producer: str
+
+
+class Outline(_Base, kw_only=True):
+    """The ``get_outline`` tool's result."""
+
+    title: str
+    url: str | None = None
+    duration_sec: float | None
+    transcript: TranscriptInfo | None
+    sections: Literal["chapters", "time"]
+    total_tokens: int
+    chapters: list[OutlineEntry]
+    metadata: VideoMetadata
+    next: str
+    """What to call next, in one sentence."""
+
+
+class ApiOutlineChapter(_Base, kw_only=True):
+    title: str
+    start_sec: float
+    end_sec: float | None = None
+    tokens: int
+
+
+class ApiOutline(_Base, kw_only=True):
+    """``GET /api/v1/outline``: ``{ metadata, chapters: (Chapter & { tokens })[], totalTokens }``."""
+
+    metadata: VideoMetadata
+    chapters: list[ApiOutlineChapter]
+    total_tokens: int
+
+
+class Section(_Base, kw_only=True):
+    """One chapter, time section or range; ``context`` carries only its segments."""
+
+    title: str
+    start_sec: float
+    end_sec: float
+    tokens: int
+    index: int | None = None
+    """The outline index when the section was chosen by chapter."""
+    context: VideoContext
+
+    def section_line(self) -> str:
+        """``Section "title": m:ss to m:ss, about N tokens``, the line above a section's text."""
+        return (
+            f'Section "{one_line(self.title, 200)}": {format_timestamp(self.start_sec)} to '
+            f"{format_timestamp(self.end_sec)}, about {self.tokens} tokens"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    title: str
+    start_sec: float
+    end_sec: float | None
+    segments: list[Segment]
+
+
+def outline(context: VideoContext, *, section_sec: float = SECTION_SEC) -> Outline:
+    """The video's chapters, else sections of about ``section_sec`` seconds, with token counts."""
+    kind, entries = _entries(context, section_sec)
+    total = transcript_tokens(context)
+    transcript = context.transcript
+    return Outline(
+        title=one_line(context.metadata.title) or context.id,
+        url=context.metadata.url,
+        duration_sec=duration_of(context),
+        transcript=(
+            TranscriptInfo(
+                origin=transcript.origin, language=transcript.language, producer=transcript.producer
+            )
+            if transcript
+            else None
+        ),
+        sections=kind,
+        total_tokens=total,
+        chapters=[
+            OutlineEntry(
+                index=i,
+                title=entry.title,
+                start_sec=entry.start_sec,
+                end_sec=entry.end_sec,
+                start=format_timestamp(entry.start_sec),
+                tokens=estimate_tokens(plain_text(entry.segments)),
+                url=link_at(context, entry.start_sec),
+            )
+            for i, entry in enumerate(entries)
+        ],
+        metadata=context.metadata,
+        next=_next_step(kind, entries, total, has_transcript=bool(plain_text(segments_of(context)))),
+    )
+
+
+def outline_for_api(context: VideoContext, *, section_sec: float = SECTION_SEC) -> ApiOutline:
+    """The REST shape of ``outline()``: metadata, chapters (or time sections) with tokens, total."""
+    _, entries = _entries(context, section_sec)
+    return ApiOutline(
+        metadata=context.metadata,
+        chapters=[
+            ApiOutlineChapter(
+                title=entry.title,
+                start_sec=entry.start_sec,
+                end_sec=entry.end_sec,
+                tokens=estimate_tokens(plain_text(entry.segments)),
+            )
+            for entry in entries
+        ],
+        total_tokens=transcript_tokens(context),
+    )
+
+
+def get_section(
+    context: VideoContext,
+    *,
+    chapter: str | int | None = None,
+    from_: str | float | None = None,
+    to: str | float | None = None,
+    section_sec: float = SECTION_SEC,
+) -> Section:
+    """One outline entry (``chapter``: index, or title exact, prefix, then substring, ignoring
+    case) or the time range ``from_``..``to`` (any form ``parse_time`` reads; either may be left
+    out). A chapter takes the segments that start in it; a range takes every segment it overlaps.
+    """
+    if chapter is None and from_ is None and to is None:
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            "Say which section to read.",
+            hint="Give chapter (an index from get_outline, or a title), or from and/or to (90, 1:30, 1h2m).",
+        )
+    if chapter is not None and (from_ is not None or to is not None):
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            "Give either chapter or from/to, not both.",
+            hint="Use chapter for one outline entry, or from/to for any time range.",
+        )
+    if chapter is not None:
+        _, entries = _entries(context, section_sec)
+        index = _find_entry(entries, chapter)
+        entry = entries[index]
+        end = entry.end_sec
+        if end is None:
+            end = max([entry.start_sec, *(max(s.start_sec, s.end_sec) for s in entry.segments)])
+        return _section(context, entry.title, entry.start_sec, end, entry.segments, index)
+    return _range(context, from_, to)
+
+
+def _range(context: VideoContext, from_: str | float | None, to: str | float | None) -> Section:
+    start = parse_time(from_) if from_ is not None else 0.0
+    duration = duration_of(context)
+    end = parse_time(to) if to is not None else (duration if duration is not None else start)
+    if start > end:
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            f"from ({format_timestamp(start)}) is after to ({format_timestamp(end)}).",
+            hint="Give from before to, e.g. from=1:30 to=4:00.",
+        )
+    if duration is not None and start >= duration:
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            f"from ({format_timestamp(start)}) is at or past the end of the video "
+            f"({format_timestamp(duration)}).",
+            hint=f"Give a time before {format_timestamp(duration)}; get_outline lists the sections.",
+        )
+    if duration is not None:
+        end = min(end, duration)
+    selected = [seg for seg in segments_of(context) if _overlaps(seg, start, end)]
+    title = f"{format_timestamp(start)}–{format_timestamp(end)}"
+    return _section(context, title, start, end, selected, None)
+
+
+def _overlaps(seg: Segment, start: float, end: float) -> bool:
+    seg_start, seg_end = seg.start_sec, max(seg.start_sec, seg.end_sec)
+    if seg_end == seg_start:
+        return start <= seg_start < end or start == end == seg_start
+    if start == end:
+        return seg_start <= start < seg_end
+    return seg_start < end and seg_end > start
+
+
+def _section(
+    context: VideoContext,
+    title: str,
+    start: float,
+    end: float,
+    segments: list[Segment],
+    index: int | None,
+) -> Section:
+    transcript = context.transcript
+    part = context
+    if transcript is not None:
+        part = msgspec.structs.replace(
+            context, transcript=msgspec.structs.replace(transcript, segments=segments)
+        )
+    return Section(
+        title=title,
+        start_sec=start,
+        end_sec=end,
+        tokens=estimate_tokens(plain_text(segments)),
+        index=index,
+        context=part,
+    )
+
+
+def _find_entry(entries: Sequence[_Entry], chapter: str | int) -> int:
+    if isinstance(chapter, bool) or not isinstance(chapter, (int, str)):
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            "chapter must be an index or a title.",
+            hint="Give an index from get_outline (0, 1, ...) or part of a chapter title.",
+        )
+    if not entries:
+        raise VidError(
+            ErrorCode.NOT_FOUND,
+            "This video has no chapters or sections to choose from (it has no transcript).",
+            hint="Read its metadata instead, or try another transcript mode.",
+        )
+    text = chapter.strip() if isinstance(chapter, str) else ""
+    if isinstance(chapter, int) or re.fullmatch(r"[0-9]+", text):
+        index = chapter if isinstance(chapter, int) else (int(text) if len(text) <= 9 else -1)
+        if 0 <= index < len(entries):
+            return index
+        raise VidError(
+            ErrorCode.NOT_FOUND,
+            f"There is no section {one_line(str(chapter), 20)}; this video has {len(entries)}.",
+            hint=f"Use an index from 0 to {len(entries) - 1}, as get_outline lists them.",
+        )
+    needle = one_line(text).casefold()
+    if not needle:
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            "chapter is empty.",
+            hint="Give an index from get_outline (0, 1, ...) or part of a chapter title.",
+        )
+    titles = [one_line(entry.title).casefold() for entry in entries]
+    for matches in (
+        lambda title: title == needle,
+        lambda title: title.startswith(needle),
+        lambda title: needle in title,
+    ):
+        for i, title in enumerate(titles):
+            if matches(title):
+                return i
+    raise VidError(
+        ErrorCode.NOT_FOUND,
+        f"No chapter matches {one_line(text, 60)!r}.",
+        hint="Chapters: " + _brief_titles(entries) + ". Give an index or part of one of these titles.",
+    )
+
+
+def _brief_titles(entries: Sequence[_Entry], shown: int = 8) -> str:
+    listed = [f'{i} "{one_line(entry.title, 30)}"' for i, entry in enumerate(entries[:shown])]
+    if len(entries) > shown:
+        listed.append(f"... ({len(entries)} in all)")
+    return ", ".join(listed)
+
+
+def _next_step(kind: str, entries: Sequence[_Entry], total: int, *, has_transcript: bool) -> str:
+    if not has_transcript:
+        return "This video has no transcript; only its metadata is available."
+    what = "one chapter" if kind == "chapters" else "one section of about five minutes"
+    last = len(entries) - 1
+    return (
+        f"Call get_section with chapter=<index 0-{last}> (or part of a title) to read {what}, "
+        f"or with from/to (m:ss) for any range; get_transcript reads all of it (about {total} tokens)."
+    )
+
+
+def _entries(context: VideoContext, section_sec: float) -> tuple[Literal["chapters", "time"], list[_Entry]]:
+    spans = chapter_spans(context)
+    segments = segments_of(context)
+    if spans:
+        groups = split_by_starts(segments, [span.start_sec for span in spans])
+        return "chapters", [
+            _Entry(one_line(span.title) or f"Chapter {i + 1}", span.start_sec, span.end_sec, group)
+            for i, (span, group) in enumerate(zip(spans, groups, strict=True))
+        ]
+    return "time", _time_sections(context, sorted(segments, key=lambda s: s.start_sec), section_sec)
+
+
+def _time_sections(context: VideoContext, segments: list[Segment], section_sec: float) -> list[_Entry]:
+    """Sections of about ``section_sec`` cut on segment starts, near each multiple of it.
+
+    Around each mark (within a tenth of a section) the cut goes where the pause before a segment
+    is longest and the previous segment ends a sentence; with no segment starting near the mark,
+    at the first segment after it. A last section shorter than a quarter of a section is merged
+    into the one before.
+    """
+    if not segments:
+        return []
+    if not (math.isfinite(section_sec) and section_sec > 0):
+        section_sec = SECTION_SEC
+    end_total = max([duration_of(context) or 0.0, *(max(s.start_sec, s.end_sec) for s in segments)])
+    starts = [seg.start_sec for seg in segments]
+    window = section_sec / 10
+    min_tail = section_sec / 4
+    cuts = [0]
+    mark = 1
+    while True:
+        target = mark * section_sec
+        if end_total - target < min_tail:
+            break
+        low = max(cuts[-1] + 1, bisect_left(starts, target - window))
+        high = bisect_right(starts, target + window)
+        if low < high:
+            best = max(range(low, high), key=lambda i: _cut_score(segments, i, target, window))
+        else:
+            best = max(cuts[-1] + 1, bisect_left(starts, target))
+            if best >= len(segments):
+                break
+        if end_total - segments[best].start_sec < min_tail:
+            break
+        cuts.append(best)
+        mark = max(mark + 1, math.floor((segments[best].start_sec + section_sec / 2) / section_sec) + 1)
+
+    bounds = [0.0] + [segments[i].start_sec for i in cuts[1:]] + [end_total]
+    entries = []
+    for n, first in enumerate(cuts):
+        last = cuts[n + 1] if n + 1 < len(cuts) else len(segments)
+        start, end = bounds[n], bounds[n + 1]
+        title = f"{format_timestamp(start)}–{format_timestamp(end)}"
+        entries.append(_Entry(title, start, end, segments[first:last]))
+    return entries
+
+
+def _cut_score(segments: Sequence[Segment], i: int, target: float, window: float) -> float:
+    """Higher is a better place to start a section: near the mark, after a pause, at a sentence."""
+    previous = segments[i - 1]
+    pause = max(0.0, segments[i].start_sec - previous.end_sec)
+    sentence = 1.0 if ends_sentence(previous.text) else 0.0
+    distance = abs(segments[i].start_sec - target) / window
+    return min(pause, 3.0) / 3.0 * 0.6 + sentence * 0.5 - distance

@@ -1,0 +1,242 @@
+"""Caption parsers and track choice (``providers/captions.py``): pure functions, no network.
+
+The classic timedtext file is the recorded ``transcript.xml.static``. No json3 or srv3 file is
+recorded, so those documents are built here from the documented shapes (json3: ``events`` with
+``tStartMs``/``dDurationMs``/``segs[].utf8``, window events without ``segs`` and ``aAppend``
+line breaks; srv3: ``<timedtext format="3"><body><p t d><s>``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vid2context.errors import ErrorCode, VidError
+from vid2context.models import CaptionTrack, Segment
+from vid2context.providers import captions
+from vid2context.providers.captions import (
+    choose_track,
+    clean_text,
+    parse_captions,
+    parse_json3,
+    parse_timedtext_xml,
+    same_language,
+)
+
+JSON3 = {
+    "wireMagic": "pb3",
+    "pens": [{}],
+    "events": [
+        {"tStartMs": 0, "dDurationMs": 5000, "id": 1, "wpWinPosId": 1, "wsWinStyleId": 1},  # window
+        {
+            "tStartMs": 120,
+            "dDurationMs": 3520,
+            "wWinId": 1,
+            "segs": [{"utf8": "hello"}, {"utf8": " world", "tOffsetMs": 400}],
+        },
+        {"tStartMs": 3640, "dDurationMs": 20, "wWinId": 1, "aAppend": 1, "segs": [{"utf8": "\n"}]},
+        {
+            "tStartMs": 3660,
+            "dDurationMs": 2000,
+            "wWinId": 1,
+            "segs": [{"utf8": "it&#39;s   a\ntest &amp; more"}],
+        },
+        {"tStartMs": 6000, "wWinId": 1, "segs": [{"utf8": "no duration"}]},
+        {"tStartMs": 7000, "dDurationMs": 1000, "segs": [{"utf8": "   "}]},
+    ],
+}
+
+SRV3 = """<?xml version="1.0" encoding="utf-8" ?><timedtext format="3">
+<head><pen id="1" fc="#FEFEFE"/><ws id="0"/><wp id="0"/></head>
+<body>
+<p t="120" d="3520" w="1"><s ac="0">hello</s><s t="400" ac="0"> world</s></p>
+<p t="3640" d="20" w="1" a="1">
+</p>
+<p t="3660" d="2000">line one
+line &amp;#39;two&amp;#39;</p>
+<p t="9000" d="-50">negative duration</p>
+</body></timedtext>"""
+
+BILLION_LAUGHS = """<?xml version="1.0"?>
+<!DOCTYPE lolz [
+ <!ENTITY lol "lol">
+ <!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+]>
+<transcript><text start="0" dur="1">&lol3;</text></transcript>"""
+
+EXTERNAL_ENTITY = """<?xml version="1.0"?>
+<!doctype transcript [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>
+<transcript><text start="0" dur="1">&xxe;</text></transcript>"""
+
+
+def _texts(segments: list[Segment]) -> list[str]:
+    return [s.text for s in segments]
+
+
+def test_classic_timedtext_fixture(shared_fixtures: Path) -> None:
+    raw = (shared_fixtures / "youtube" / "yta" / "transcript.xml.static").read_text()
+    segments = parse_timedtext_xml(raw)
+    assert _texts(segments) == [
+        "Hey, this is just a test",
+        "this is not the original transcript",  # <i> markup (escaped in the XML) stripped
+        "just something shorter, I made up for testing",  # the empty cue at 5.0 is dropped
+    ]
+    assert [(s.start_sec, s.end_sec) for s in segments] == [(0.0, 1.54), (1.54, 5.7), (5.7, 8.939)]
+    assert parse_captions(raw) == segments
+
+
+def test_srv3_paragraphs_words_and_entities() -> None:
+    segments = parse_timedtext_xml(SRV3)
+    assert _texts(segments) == ["hello world", "line one line 'two'", "negative duration"]
+    assert (segments[0].start_sec, segments[0].end_sec) == (0.12, 3.64)
+    assert (segments[2].start_sec, segments[2].end_sec) == (9.0, 9.0)  # never negative
+
+
+def test_srv2_text_in_milliseconds() -> None:
+    doc = '<timedtext><window id="1"/><text t="1500" d="2000">two &amp; a half</text></timedtext>'
+    assert parse_timedtext_xml(doc) == [Segment(start_sec=1.5, end_sec=3.5, text="two & a half")]
+
+
+def test_json3_events() -> None:
+    segments = parse_json3(json.dumps(JSON3))
+    assert _texts(segments) == ["hello world", "it's a test & more", "no duration"]
+    assert (segments[0].start_sec, segments[0].end_sec) == (0.12, 3.64)
+    assert (segments[2].start_sec, segments[2].end_sec) == (6.0, 6.0)
+    assert parse_json3(JSON3) == segments  # an already decoded document too
+    assert parse_captions(json.dumps(JSON3).encode()) == segments
+
+
+@pytest.mark.parametrize("doc", [BILLION_LAUGHS, EXTERNAL_ENTITY])
+def test_hostile_xml_is_refused_before_parsing(doc: str) -> None:
+    with pytest.raises(VidError) as caught:
+        parse_captions(doc, source="video abcdefghijk (en)")
+    assert caught.value.code is ErrorCode.UPSTREAM
+    assert "DOCTYPE" in caught.value.message and "abcdefghijk" in caught.value.message
+    assert caught.value.hint
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        "<transcript><text start='0'>unclosed</transcript>",
+        "<transcript><text start='0' dur='1'>a</text>",
+        "<<>>",
+    ],
+)
+def test_malformed_xml_is_upstream(doc: str) -> None:
+    with pytest.raises(VidError) as caught:
+        parse_timedtext_xml(doc)
+    assert caught.value.code is ErrorCode.UPSTREAM
+    assert caught.value.hint
+
+
+@pytest.mark.parametrize(
+    "doc", ["{not json", '{"no": "events"}', '{"events": 3}', "[1, 2]", "", "   ", "plain text"]
+)
+def test_unreadable_documents_are_upstream(doc: str) -> None:
+    with pytest.raises(VidError) as caught:
+        parse_captions(doc)
+    assert caught.value.code is ErrorCode.UPSTREAM
+
+
+def test_oversized_documents_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(captions, "MAX_CAPTION_CHARS", 100)
+    with pytest.raises(VidError):
+        parse_captions("<transcript>" + "x" * 200 + "</transcript>")
+    with pytest.raises(VidError):
+        parse_captions('{"events": []' + " " * 200 + "}")
+
+
+def test_weird_values_do_not_crash() -> None:
+    doc = {
+        "events": [
+            "not an event",
+            {"segs": "nope"},
+            {"tStartMs": "abc", "segs": [{"utf8": "no start"}]},
+            {"tStartMs": 1000, "dDurationMs": "x", "segs": [{"utf8": "bad duration"}, "junk"]},
+        ]
+    }
+    assert parse_json3(doc) == [Segment(start_sec=1.0, end_sec=1.0, text="bad duration")]
+    xml = (
+        '<transcript><text>no time</text><text start="nan" dur="1">nan</text>'
+        '<text start="2">ok</text></transcript>'
+    )
+    assert parse_timedtext_xml(xml) == [Segment(start_sec=2.0, end_sec=2.0, text="ok")]
+
+
+def test_clean_text() -> None:
+    assert clean_text("  a\n\nb\t&amp; <b>c</b>  &quot;d&quot; ") == 'a b & c "d"'
+    assert clean_text("\n") == ""
+
+
+# --- choosing a track ----------------------------------------------------------------------------
+
+
+def _track(language: str, kind: str = "manual", translatable: bool = True) -> CaptionTrack:
+    return CaptionTrack(language=language, name=language.upper(), kind=kind, translatable=translatable)  # type: ignore[arg-type]
+
+
+TRACKS = [_track("zh"), _track("en", "auto"), _track("en"), _track("pt-BR"), _track("de", "auto")]
+
+
+def test_same_language() -> None:
+    assert same_language("pt", "PT_br", exact=False)
+    assert not same_language("pt", "pt-BR", exact=True)
+    assert same_language("en-us", "EN-US", exact=True)
+
+
+def test_requested_language_manual_over_auto() -> None:
+    choice = choose_track(TRACKS, lang="en", video_language="en")
+    assert choice is not None and choice.index == 2 and choice.translate_to is None
+    assert "over the auto-generated" in choice.note
+
+
+def test_primary_subtag_matches() -> None:
+    choice = choose_track(TRACKS, lang="pt", video_language="en")
+    assert choice is not None and TRACKS[choice.index].language == "pt-BR"
+    choice = choose_track(TRACKS, lang="en-GB", video_language="en")
+    assert choice is not None and choice.index == 2
+
+
+def test_auto_track_when_no_manual_one() -> None:
+    choice = choose_track(TRACKS, lang="de", video_language="en")
+    assert choice is not None and TRACKS[choice.index].kind == "auto" and choice.translate_to is None
+    assert "no manual track" in choice.note
+
+
+def test_translation_when_the_language_has_no_track() -> None:
+    choice = choose_track(TRACKS, lang="fr", video_language="en", translation_languages=["de", "fr"])
+    assert choice is not None and choice.translate_to == "fr"
+    assert choice.index == 2  # from the manual track in the video's own language
+    assert "translated to fr" in choice.note
+
+
+def test_translation_target_by_primary_subtag() -> None:
+    choice = choose_track(TRACKS, lang="fr-CA", video_language="en", translation_languages=["fr"])
+    assert choice is not None and choice.translate_to == "fr"
+
+
+def test_untranslatable_falls_back_to_the_video_language_with_a_note() -> None:
+    tracks = [_track("en", translatable=False), _track("en", "auto", translatable=False)]
+    choice = choose_track(tracks, lang="sw", video_language="en", translation_languages=["sw"])
+    assert choice is not None and choice.index == 0 and choice.translate_to is None
+    assert "requested sw not available" in choice.note
+    choice = choose_track(TRACKS, lang="sw", video_language="en", translation_languages=["fr"])
+    assert choice is not None and choice.index == 2 and "requested sw not available" in choice.note
+
+
+def test_no_language_prefers_the_video_language() -> None:
+    choice = choose_track(TRACKS, lang=None, video_language="en")
+    assert choice is not None and choice.index == 2
+    choice = choose_track(TRACKS, lang=None, video_language=None)
+    assert choice is not None and choice.index == 0  # the first manual track
+    only_auto = [_track("ja", "auto")]
+    choice = choose_track(only_auto, lang=None, video_language=None)
+    assert choice is not None and choice.index == 0
+
+
+def test_no_tracks_is_none() -> None:
+    assert choose_track([], lang="en", video_language="en") is None
