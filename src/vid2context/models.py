@@ -5,20 +5,31 @@ these Structs, so a field renamed here is renamed everywhere. On the wire names 
 (``durationSec``); in Python they are snake_case (``duration_sec``).
 
 Schema evolution: every field added after a shape is first stored gets a default, so rows
-written by an older version still decode. ``None`` and empty defaults are left out of the JSON
-(``omit_defaults``) to keep what an agent reads short.
+written by an older version still decode. Shapes carry every field on the wire, ``null``
+included, so clients see one predictable shape; only the high-volume ``Segment`` and ``Attempt``
+leave out their unset optional fields (``omit_defaults``), which would otherwise repeat
+``"speaker": null`` thousands of times in a transcript.
 
 This module imports nothing from the project (it is a leaf, like Starlette's ``types.py``).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 import msgspec
 
 __all__ = [
     "Attempt",
+    "Base",
+    "Collection",
+    "CollectionDefinition",
+    "CollectionItem",
+    "FailedInput",
+    "Page",
+    "RefreshSummary",
+    "Schedule",
+    "SearchHit",
     "AttemptOutcome",
     "CaptionTrack",
     "Chapter",
@@ -39,7 +50,7 @@ __all__ = [
 ]
 
 
-class Base(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
+class Base(msgspec.Struct, kw_only=True, rename="camel"):
     """Wire conventions shared by every shape."""
 
 
@@ -111,7 +122,7 @@ class VideoMetadata(Base):
     chapters: list[Chapter] = []
 
 
-class Segment(Base):
+class Segment(Base, omit_defaults=True):
     start_sec: float
     end_sec: float
     text: str
@@ -147,7 +158,7 @@ class Comment(Base):
     parent_id: str | None = None
 
 
-class Attempt(Base):
+class Attempt(Base, omit_defaults=True):
     """One rung of a ladder, tried or skipped: what ran, how it ended, how long it took."""
 
     id: str
@@ -182,3 +193,89 @@ class VideoSummary(Base):
     language: str | None = None
     tokens: int = 0
     fetched_at: str = ""
+
+
+T = TypeVar("T")
+
+
+class Page(Base, Generic[T]):
+    """One page of a list. ``next_cursor`` is opaque; ``None`` means this is the last page."""
+
+    items: list[T]
+    next_cursor: str | None = None
+
+
+class SearchHit(Base):
+    """A transcript passage that matches a keyword query, best first."""
+
+    video_id: str
+    start_sec: float
+    end_sec: float
+    text: str
+    score: float
+    """Higher is better; comparable only within one answer."""
+    title: str | None = None
+
+
+class Schedule(Base):
+    """When a collection's sources are checked for new videos."""
+
+    every: Literal["hourly", "daily", "weekly"] | int
+    """A named period, or minutes as a whole number."""
+    at: str | None = None
+    """``HH:MM`` UTC, for daily and weekly schedules."""
+    enabled: bool = True
+
+
+class Collection(Base):
+    id: str
+    name: str
+    description: str | None = None
+    sources: list[str] = []
+    """Lists (playlists, channels, feeds) whose new videos a refresh adds."""
+    schedule: Schedule | None = None
+    video_count: int = 0
+    created_at: str = ""
+    updated_at: str = ""
+
+
+class CollectionItem(Base):
+    """A video's membership in a collection.
+
+    ``state`` is ``saved`` once ingested, ``pending`` for an imported input not ingested yet, and
+    ``removed`` for a video the user took out: a refresh never adds a removed video back.
+    """
+
+    video_id: str
+    state: Literal["saved", "pending", "removed"] = "saved"
+    input: str | None = None
+    added_at: str = ""
+
+
+class FailedInput(Base):
+    input: str
+    code: str
+    message: str
+    hint: str | None = None
+    cause: str | None = None
+
+
+class RefreshSummary(Base):
+    collection_id: str
+    added: list[VideoSummary] = []
+    skipped: int = 0
+    failed: list[FailedInput] = []
+    remaining: int = 0
+    checked_at: str = ""
+
+
+class CollectionDefinition(Base, kw_only=True):
+    """A collection as a portable file (``vid2context.collection`` v1): no transcripts."""
+
+    format: Literal["vid2context.collection"] = "vid2context.collection"
+    version: Literal[1] = 1
+    name: str
+    description: str | None = None
+    sources: list[str] = []
+    videos: list[str] = []
+    schedule: Schedule | None = None

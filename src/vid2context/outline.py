@@ -33,7 +33,7 @@ from .formats.blocks import (
     split_by_starts,
     transcript_tokens,
 )
-from .models import Origin, Segment, VideoContext, VideoMetadata
+from .models import Base, Origin, Segment, VideoContext, VideoMetadata
 from .timecode import format_timestamp, parse_time
 from .tokens import estimate_tokens
 
@@ -53,11 +53,7 @@ SECTION_SEC = 300.0
 """Length of a time section for videos without chapters: five minutes, about 1k tokens of speech."""
 
 
-class _Base(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
-    """The wire conventions of ``models``: camelCase, keyword-only, defaults left out."""
-
-
-class OutlineEntry(_Base, kw_only=True):
+class OutlineEntry(Base, kw_only=True):
     index: int
     title: str
     start_sec: float
@@ -68,13 +64,13 @@ class OutlineEntry(_Base, kw_only=True):
     url: str | None = None
 
 
-class TranscriptInfo(_Base, kw_only=True):
+class TranscriptInfo(Base, kw_only=True):
     origin: Origin
     language: str | None
     producer: str
 
 
-class Outline(_Base, kw_only=True):
+class Outline(Base, kw_only=True):
     """The ``get_outline`` tool's result."""
 
     title: str
@@ -89,14 +85,14 @@ class Outline(_Base, kw_only=True):
     """What to call next, in one sentence."""
 
 
-class ApiOutlineChapter(_Base, kw_only=True):
+class ApiOutlineChapter(Base, kw_only=True):
     title: str
     start_sec: float
     end_sec: float | None = None
     tokens: int
 
 
-class ApiOutline(_Base, kw_only=True):
+class ApiOutline(Base, kw_only=True):
     """``GET /api/v1/outline``: ``{ metadata, chapters: (Chapter & { tokens })[], totalTokens }``."""
 
     metadata: VideoMetadata
@@ -104,7 +100,7 @@ class ApiOutline(_Base, kw_only=True):
     total_tokens: int
 
 
-class Section(_Base, kw_only=True):
+class Section(Base, kw_only=True):
     """One chapter, time section or range; ``context`` carries only its segments."""
 
     title: str

@@ -1,36 +1,173 @@
-"""Where fetched videos are kept.
+"""Where fetched videos are kept: three small async protocols, one backend per module.
 
-``Storage`` is the library: every context the pipeline builds is saved here and read back instead
-of being fetched again. Backends (memory, SQLite, Cloudflare D1/KV/R2) implement it one per module;
-the runtime holds the chosen one. Every method is async because the edge backends are.
+- ``Storage`` is the library: contexts by id, pages of summaries, keyword search over segments,
+  and collections. The pipeline saves every context it builds here and reads it back instead of
+  fetching again.
+- ``KvStore`` holds small values with a time to live: rate-limit buckets, upload details, job state.
+- ``BlobStore`` holds bytes: uploads, large transcripts.
+
+Backends: ``memory.py`` (tests and the fallback), ``sqlite.py`` (one local file), ``cloudflare.py``
+(D1, KV and R2 through the Worker's bindings). One conformance suite runs against all three, so
+they behave the same. Every method is async because the edge backends are.
+
+``None`` always means "not there"; errors are ``VidError`` (``bad-request`` for a malformed cursor,
+``not-found`` where a method says so); anything else is a bug in the backend.
 """
 
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from ..models import VideoContext
+import msgspec
 
-__all__ = ["Storage"]
+from ..models import Collection, CollectionItem, Page, SearchHit, VideoContext, VideoSummary
+from ..tokens import estimate_tokens
+
+__all__ = ["Blob", "BlobStore", "KvStore", "Storage", "summarize"]
 
 
 @runtime_checkable
 class Storage(Protocol):
     id: str
-    """Backend name for health output (``memory``, ``sqlite``, ``cloudflare``)."""
+    """Backend name for health output and attempts (``memory``, ``sqlite``, ``cloudflare``)."""
+
+    # --- videos -------------------------------------------------------------------------------
 
     async def get_context(self, video_id: str) -> VideoContext | None:
         """The saved context for ``video_id`` (``youtube:jNQXAC9IVRw``), or ``None`` if not saved."""
         ...
 
     async def put_context(self, context: VideoContext) -> None:
-        """Save ``context`` under ``context.id``, replacing any earlier copy."""
+        """Save ``context`` under ``context.id``, replacing any earlier copy.
+
+        A replaced video keeps its place in ``list_videos`` (its first-saved order), so a client
+        paging through the library never sees it twice or misses it.
+        """
         ...
 
     async def delete_context(self, video_id: str) -> bool:
-        """Forget ``video_id``; ``False`` when it was not saved."""
+        """Forget ``video_id`` and its segments; ``False`` when it was not saved."""
+        ...
+
+    async def list_videos(self, *, limit: int = 50, cursor: str | None = None) -> Page[VideoSummary]:
+        """Saved videos, newest first, ``limit`` at a time.
+
+        Pages follow an opaque ``cursor`` (keyset, not offset): rows added while a client pages
+        appear before its first page, never as duplicates or gaps. A cursor this backend did not
+        make raises ``bad-request``.
+        """
+        ...
+
+    async def get_summaries(self, video_ids: list[str]) -> list[VideoSummary]:
+        """Summaries for the saved ones among ``video_ids``, in the order given; unsaved ids are
+        left out."""
+        ...
+
+    async def search(
+        self, query: str, *, video_ids: list[str] | None = None, limit: int = 10
+    ) -> list[SearchHit]:
+        """Segments matching every word of ``query`` (``"quoted phrases"`` kept together,
+        ``-word`` excluded), best first (BM25), at most ``limit``; within ``video_ids`` when given.
+        An empty or operator-only query raises ``bad-request``."""
+        ...
+
+    # --- collections ----------------------------------------------------------------------------
+
+    async def put_collection(self, collection: Collection) -> None:
+        """Create or replace the collection ``collection.id`` (its items are kept)."""
+        ...
+
+    async def get_collection(self, collection_id: str) -> Collection | None:
+        """The collection with ``video_count`` filled in, or ``None``."""
+        ...
+
+    async def list_collections(self) -> list[Collection]:
+        """Every collection, most recently updated first."""
+        ...
+
+    async def delete_collection(self, collection_id: str) -> bool:
+        """Delete the collection and its items (the videos stay in the library); ``False`` when
+        there was no such collection."""
+        ...
+
+    async def put_items(self, collection_id: str, items: list[CollectionItem]) -> None:
+        """Add or update items (by ``video_id``) of an existing collection; ``not-found`` if the
+        collection does not exist."""
+        ...
+
+    async def list_items(self, collection_id: str) -> list[CollectionItem]:
+        """Every item of the collection, removed ones included, oldest first; ``not-found`` if the
+        collection does not exist."""
         ...
 
     async def close(self) -> None:
         """Release connections; the store is unusable afterwards."""
         ...
+
+
+@runtime_checkable
+class KvStore(Protocol):
+    async def get(self, key: str) -> str | None:
+        """The value, or ``None`` when missing or expired."""
+        ...
+
+    async def put(self, key: str, value: str, *, ttl: int | None = None) -> None:
+        """Store ``value``; with ``ttl`` (seconds, at least 60 on Cloudflare) it expires."""
+        ...
+
+    async def delete(self, key: str) -> None:
+        """Remove ``key``; no error when it is missing."""
+        ...
+
+    async def incr(self, key: str, amount: int = 1, *, ttl: int | None = None) -> int:
+        """Add ``amount`` to the integer at ``key`` (missing counts as 0) and return the new value.
+
+        Atomic on one process; on Cloudflare KV it is read-modify-write, close enough for rate
+        limits, which is all it is used for. ``ttl`` is set when the key is created.
+        """
+        ...
+
+
+class Blob(msgspec.Struct, frozen=True):
+    data: bytes
+    content_type: str
+
+
+@runtime_checkable
+class BlobStore(Protocol):
+    async def put_blob(self, key: str, data: bytes, *, content_type: str = "application/octet-stream") -> None:
+        ...
+
+    async def get_blob(self, key: str) -> Blob | None:
+        """The bytes and content type, or ``None`` when missing."""
+        ...
+
+    async def delete_blob(self, key: str) -> bool:
+        """``False`` when there was no such blob."""
+        ...
+
+    async def list_blobs(self, prefix: str = "") -> list[str]:
+        """Keys under ``prefix``, sorted."""
+        ...
+
+
+def summarize(context: VideoContext) -> VideoSummary:
+    """The list entry for a saved context; every backend stores exactly this."""
+    meta = context.metadata
+    transcript = context.transcript
+    tokens = 0
+    if transcript is not None:
+        tokens = estimate_tokens(" ".join(segment.text for segment in transcript.segments))
+    return VideoSummary(
+        id=context.id,
+        title=meta.title,
+        platform=meta.platform,
+        url=meta.url,
+        channel=meta.channel,
+        duration_sec=meta.duration_sec,
+        published_at=meta.published_at,
+        origin=transcript.origin if transcript else None,
+        language=transcript.language if transcript else None,
+        tokens=tokens,
+        fetched_at=context.fetched_at,
+    )
