@@ -240,3 +240,43 @@ def test_no_language_prefers_the_video_language() -> None:
 
 def test_no_tracks_is_none() -> None:
     assert choose_track([], lang="en", video_language="en") is None
+
+
+def _classic(cues: list[tuple[str, str, str]]) -> str:
+    body = "".join(f'<text start="{s}" dur="{d}">{t}</text>' for s, d, t in cues)
+    return f'<?xml version="1.0" encoding="utf-8" ?><transcript>{body}</transcript>'
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        _classic([("0", "1.5", "a &amp;amp; b"), ("1.5", "2", "&lt;i&gt;x&lt;/i&gt; y"), ("3", "1", "")]),
+        _classic([("0", "1", "one\nline &#39;q&#39;"), ("2.25", "0.5", "it&amp;#39;s")]),
+        '<timedtext format="3"><body><p t="0" d="1500" w="1"><s>hi</s><s t="300"> there</s></p>'
+        '<p t="1500" d="200" a="1"/><p t="2000" d="1000">&lt;b&gt;bold&lt;/b&gt; &amp;amp;</p></body></timedtext>',
+        (Path(__file__).resolve().parents[2] / "shared/fixtures/youtube/yta/transcript.xml.static").read_text("utf-8"),
+    ],
+)
+def test_fast_path_agrees_with_the_xml_parser(document: str) -> None:
+    """The regex fast path must give exactly what the strict ElementTree path gives."""
+    from vid2context.providers.captions import _parse_fast, _parse_tree
+
+    fast = _parse_fast(document)
+    assert fast is not None, "this document should take the fast path"
+    assert fast == _parse_tree(document, "test")
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        '<transcript><text dur="1" start="0">attributes swapped</text></transcript>',
+        '<transcript><text start="0" dur="1"><![CDATA[x]]></text></transcript>',
+        '<transcript><text start="0" dur="1">cut off',
+        '<transcript><!-- note --><text start="0" dur="1">x</text></transcript>',
+        '<transcript><text start="1.2.3" dur="1">x</text></transcript>',
+    ],
+)
+def test_unusual_documents_leave_the_fast_path(document: str) -> None:
+    from vid2context.providers.captions import _parse_fast
+
+    assert _parse_fast(document) is None
