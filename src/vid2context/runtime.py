@@ -20,8 +20,8 @@ from .providers.base import SourceProvider
 from .providers.youtube import YouTubeProvider
 from .settings import Settings, load_settings
 from .singleflight import SingleFlight
-from .storage.base import Storage
-from .storage.memory import MemoryStorage
+from .storage.base import BlobStore, KvStore, Storage
+from .storage.memory import MemoryBlobs, MemoryKv, MemoryStorage
 
 __all__ = ["Runtime", "build_local_runtime", "build_runtime", "make_http_client"]
 
@@ -32,6 +32,10 @@ class Runtime:
     storage: Storage
     http: httpx.AsyncClient
     sources: list[SourceProvider]
+    kv: KvStore = field(default_factory=MemoryKv)
+    """Small shared values with a TTL: rate-limit buckets, upload details, job state."""
+    blobs: BlobStore = field(default_factory=MemoryBlobs)
+    """Bytes: uploads and large transcripts."""
     name: str = "local"
     """Where this runs: ``local`` or ``worker``; shown by health."""
     flights: SingleFlight[VideoContext] = field(default_factory=SingleFlight)
@@ -56,6 +60,8 @@ def build_runtime(
     settings: Settings,
     *,
     storage: Storage | None = None,
+    kv: KvStore | None = None,
+    blobs: BlobStore | None = None,
     http: httpx.AsyncClient | None = None,
     name: str = "local",
 ) -> Runtime:
@@ -64,7 +70,15 @@ def build_runtime(
     sources: list[SourceProvider] = [
         YouTubeProvider(client, origin=settings.youtube_origin, max_items=settings.max_playlist_items),
     ]
-    return Runtime(settings=settings, storage=storage or MemoryStorage(), http=client, sources=sources, name=name)
+    return Runtime(
+        settings=settings,
+        storage=storage or MemoryStorage(),
+        kv=kv or MemoryKv(),
+        blobs=blobs or MemoryBlobs(),
+        http=client,
+        sources=sources,
+        name=name,
+    )
 
 
 def build_local_runtime(

@@ -58,6 +58,56 @@ SETTINGS: tuple[Setting, ...] = (
         "VID2CONTEXT_HTTP_TIMEOUT_S", "http_timeout_s", "int", 30,
         "Timeout for one upstream HTTP request, in seconds.",
     ),
+    Setting(
+        "VID2CONTEXT_API_KEYS", "api_keys", "str", None,
+        "Comma-separated API keys for /api/*: plain keys (full access) or name:scope:sha256hex "
+        "entries (scope read, write or admin). Unset: the API is open and binds to 127.0.0.1.",
+    ),
+    Setting(
+        "VID2CONTEXT_RATE_LIMIT", "rate_limit", "int", 120,
+        "Requests per minute per API key (or per client IP when open); 0 turns limiting off.",
+    ),
+    Setting(
+        "VID2CONTEXT_RATE_BURST", "rate_burst", "int", None,
+        "Bucket size for bursts above the steady rate; default half of VID2CONTEXT_RATE_LIMIT.",
+    ),
+    Setting(
+        "VID2CONTEXT_TRUST_PROXY", "trust_proxy", "bool", False,
+        "Trust X-Forwarded-For and X-Real-IP for the client address (only behind your own proxy).",
+    ),
+    Setting(
+        "VID2CONTEXT_CORS_ORIGINS", "cors_origins", "str", None,
+        "Comma-separated origins allowed by CORS (https://app.example, chrome-extension://id, or *); "
+        "unset: CORS is off.",
+    ),
+    Setting(
+        "VID2CONTEXT_MAX_BODY_KB", "max_body_kb", "int", 1024,
+        "Largest JSON request body, in KiB; larger bodies get 413 too-large.",
+    ),
+    Setting(
+        "VID2CONTEXT_MAX_UPLOAD_MB", "max_upload_mb", "int", 100,
+        "Largest upload to POST /api/v1/uploads, in MiB.",
+    ),
+    Setting(
+        "VID2CONTEXT_UPLOAD_TTL_MIN", "upload_ttl_min", "int", 60,
+        "Minutes an upload is kept.",
+    ),
+    Setting(
+        "VID2CONTEXT_ACCESS_LOG", "access_log", "bool", True,
+        "One JSON access-log line per request on stderr; 0 turns it off.",
+    ),
+    Setting(
+        "VID2CONTEXT_SHUTDOWN_TIMEOUT_MS", "shutdown_timeout_ms", "int", 10_000,
+        "On SIGTERM or SIGINT, how long in-flight requests may finish before the server exits.",
+    ),
+    Setting(
+        "VID2CONTEXT_POLICY", "policy", "str", "free",
+        "Default model policy reported by GET /api/v1/models: free, quality or local-only.",
+    ),
+    Setting(
+        "VID2CONTEXT_KEYLESS", "keyless", "bool", True,
+        "Allow keyless (free, no account) provider rungs; 0 disables them.",
+    ),
 )
 
 
@@ -69,6 +119,18 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_playlist_items: int = 500
     request_timeout_ms: int = 300_000
     http_timeout_s: int = 30
+    api_keys: str | None = None
+    rate_limit: int = 120
+    rate_burst: int | None = None
+    trust_proxy: bool = False
+    cors_origins: str | None = None
+    max_body_kb: int = 1024
+    max_upload_mb: int = 100
+    upload_ttl_min: int = 60
+    access_log: bool = True
+    shutdown_timeout_ms: int = 10_000
+    policy: str = "free"
+    keyless: bool = True
 
 
 _TRUE = {"1", "true", "yes", "on"}
