@@ -23,16 +23,22 @@ $(VENV)/.dev-stamp: pyproject.toml | $(PY)
 venv-local: $(VENV)/.local-stamp
 venv-dev: $(VENV)/.dev-stamp
 
+# The Miniflare harness (real D1, KV and R2 for the tests) from its lock file; needs Node.js >= 20.
+MINIFLARE := tests/miniflare/node_modules/.stamp
+$(MINIFLARE): tests/miniflare/package-lock.json
+	npm ci --prefix tests/miniflare --no-audit --no-fund
+	touch $@
+
 ## run: the local server on http://$(HOST):$(PORT) (SQLite default under $$VID2CONTEXT_HOME)
 run: venv-local
 	$(VENV)/bin/vid2context serve --host $(HOST) --port $(PORT)
 
 ## test: every test, offline
-test: venv-dev
+test: venv-dev $(MINIFLARE)
 	$(PY) -m pytest
 
 ## bench: benchmarks; each writes its figures as JSON under bench/results/
-bench: venv-dev
+bench: venv-dev $(MINIFLARE)
 	$(PY) -m bench
 
 clean:

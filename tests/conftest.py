@@ -25,3 +25,7 @@ def shared_fixtures() -> Path:
     if not (SHARED_FIXTURES / "README.md").is_file():
         pytest.fail(f"shared fixtures not found at {SHARED_FIXTURES}")
     return SHARED_FIXTURES
+
+
+# The Miniflare harness (real D1, KV and R2 offline): fixtures `miniflare` (session), `cloudflare_env`.
+from .miniflare_harness import cloudflare_env, miniflare  # noqa: F401

@@ -3,11 +3,20 @@
 Pointed at by ``VID2CONTEXT_YOUTUBE_ORIGIN``, it lets the real CLI and server run end to end in a
 subprocess without the network. The player answer is chosen by the ``videoId`` in the request
 body, so each recorded playability state has an id of its own (``REPLAY_IDS``).
+
+Playlists and channels: the recorded pages in ``LIST_PAGES`` are served at their own paths, and
+every video they list plays (``LISTED_PLAYER``, the recorded player answer of ``GJLlxj_dtq8``), so a
+list can be ingested end to end. No ``browse`` continuation is recorded: the replay answers each
+with the documented last-page shape (``browse_answer([])``), so a list ends after its first page;
+a test that wants more pages answers ``browse`` itself with ``browse_answer(ids, token)``.
 """
 
 from __future__ import annotations
 
+import functools
+import gzip
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -31,6 +40,46 @@ REPLAY_IDS: dict[str, str] = {
 }
 TOO_MANY_REQUESTS_ID = "tooMany429x"
 
+PYTUBE = FIXTURES / "youtube" / "pytube"
+# Recorded list pages, by the path the provider asks for, and how many videos each lists.
+PLAYLIST_ID = "PLzMcBGfZo4-mP7qA9cagf68V06sko5otr"  # 12 videos, no continuation
+SUBMENU_PLAYLIST_ID = "PLZHQObOWTQDMsr9K-rj53DwVRMYO3t5Yr"  # 12 videos
+LONG_PLAYLIST_ID = "PLS1QulWo1RIaJECMeUT4LFwJ-ghgoSH6n"  # 100 videos and a continuation
+CHANNEL_ID = "UCs6nmQViDpUw0nuIx9c_WvA"  # @ProgrammingKnowledge: 30 videos and a continuation
+LIST_PAGES: dict[str, str] = {
+    f"/playlist?list={PLAYLIST_ID}": "playlist.html.gz",
+    f"/playlist?list={SUBMENU_PLAYLIST_ID}": "playlist_submenu.html.gz",
+    f"/playlist?list={LONG_PLAYLIST_ID}": "playlist_long.html.gz",
+    f"/channel/{CHANNEL_ID}/videos": "channel-videos.html.gz",
+    "/@ProgrammingKnowledge/videos": "channel-videos.html.gz",
+}
+LISTED_PLAYER = "youtube.innertube.json.static"
+"""The player answer for a video a recorded list names (none of their own is recorded)."""
+
+
+@functools.cache
+def list_page(name: str) -> bytes:
+    return gzip.decompress((PYTUBE / name).read_bytes())
+
+
+@functools.cache
+def listed_ids() -> frozenset[str]:
+    """Every video id the recorded list pages name."""
+    found: set[str] = set()
+    for name in set(LIST_PAGES.values()):
+        found.update(re.findall(rb'"videoId":\s*"([A-Za-z0-9_-]{11})"', list_page(name)))
+    return frozenset(v.decode() for v in found)
+
+
+def browse_answer(video_ids: list[str], token: str | None = None) -> dict:
+    """A ``browse`` continuation answer in the documented shape (none is recorded)."""
+    items: list[dict] = [{"playlistVideoRenderer": {"videoId": v, "isPlayable": True}} for v in video_ids]
+    if token:
+        items.append(
+            {"continuationItemRenderer": {"continuationEndpoint": {"continuationCommand": {"token": token}}}}
+        )
+    return {"onResponseReceivedActions": [{"appendContinuationItemsAction": {"continuationItems": items}}]}
+
 
 def answer(method: str, target: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
     """What recorded YouTube answers to ``method target``: status, headers, body.
@@ -50,8 +99,14 @@ def answer(method: str, target: str, body: bytes) -> tuple[int, dict[str, str], 
         return 200, {"Content-Type": "text/xml; charset=utf-8"}, (YTA / "transcript.xml.static").read_bytes()
     if method == "POST" and parts.path == "/youtubei/v1/player":
         video_id = json.loads(body or b"{}").get("videoId", "")
-        name = REPLAY_IDS.get(video_id, "youtube_video_unavailable.innertube.json.static")
+        name = REPLAY_IDS.get(video_id) or (
+            LISTED_PLAYER if video_id in listed_ids() else "youtube_video_unavailable.innertube.json.static"
+        )
         return 200, {"Content-Type": "application/json"}, (YTA / name).read_bytes()
+    if method == "GET" and (page := LIST_PAGES.get(target)):
+        return 200, html, list_page(page)
+    if method == "POST" and parts.path == "/youtubei/v1/browse":
+        return 200, {"Content-Type": "application/json"}, json.dumps(browse_answer([])).encode()
     return 404, {"Content-Type": "text/plain"}, b"not recorded"
 
 

@@ -237,6 +237,8 @@ class Collection(Base):
     video_count: int = 0
     created_at: str = ""
     updated_at: str = ""
+    checked_at: str | None = None
+    """When the sources were last checked for new videos (the last refresh)."""
 
 
 class CollectionItem(Base):

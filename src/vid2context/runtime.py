@@ -84,13 +84,17 @@ def build_runtime(
 def build_local_runtime(
     environ: Mapping[str, str] | None = None,
     *,
-    storage: Storage | None = None,
     http: httpx.AsyncClient | None = None,
 ) -> Runtime:
-    """The runtime for a laptop or server: settings from the environment.
+    """The runtime for a laptop or server: settings from the environment, the SQLite library,
+    KV and blobs under ``$VID2CONTEXT_HOME``.
 
-    The SQLite library and the local-only providers (yt-dlp, files, speech-to-text) join the
-    ladders here as they are built; until then the store is in memory.
+    Local-only modules are imported here, inside the function, so the Worker never loads them.
     """
+    from .storage.sqlite import open_local_stores
+
     settings = load_settings(os.environ if environ is None else environ)
-    return build_runtime(settings, storage=storage, http=http, name="local")
+    stores = open_local_stores(settings.home)
+    return build_runtime(
+        settings, storage=stores.storage, kv=stores.kv, blobs=stores.blobs, http=http, name="local"
+    )

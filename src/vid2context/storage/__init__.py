@@ -1,6 +1,10 @@
-"""Storage backends behind one protocol; see ``base.py``."""
+"""Storage backends behind three protocols; see ``base.py``.
 
-from .base import Storage
-from .memory import MemoryStorage
+Only the portable ones are imported here; ``sqlite`` (local) and ``cloudflare`` (Worker) are
+imported by the runtime builder that needs them.
+"""
 
-__all__ = ["MemoryStorage", "Storage"]
+from .base import Blob, BlobStore, KvStore, Storage, summarize
+from .memory import MemoryBlobs, MemoryKv, MemoryStorage
+
+__all__ = ["Blob", "BlobStore", "KvStore", "MemoryBlobs", "MemoryKv", "MemoryStorage", "Storage", "summarize"]

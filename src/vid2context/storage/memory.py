@@ -1,37 +1,284 @@
-"""The in-process store: for tests, and the fallback when no backend is configured.
+"""The in-process stores: for tests, and the fallback when no backend is configured.
 
-Contexts are kept as encoded JSON, not as live objects, so a caller that mutates what it got back
-cannot change what the next caller reads, and so the memory store fails the same way the durable
-ones do when a shape cannot be encoded.
+Contexts and collections are kept as encoded JSON, not as live objects, so a caller that mutates
+what it got back cannot change what the next caller reads, and so the memory store fails the same
+way the durable ones do when a shape cannot be encoded.
+
+Search is a small BM25 over an inverted index, computed as FTS5's ``bm25()`` computes it, so the
+memory store ranks like SQLite and D1 do; the query language is in ``common.py``.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import msgspec
 
-from ..models import VideoContext
+from ..errors import ErrorCode, VidError
+from ..models import Collection, CollectionItem, Page, SearchHit, VideoContext, VideoSummary
+from .base import Blob, summarize
+from .common import bm25, check_blob_key, check_limit, decode_cursor, encode_cursor, parse_query, tokenize
 
-__all__ = ["MemoryStorage"]
+__all__ = ["MemoryBlobs", "MemoryKv", "MemoryStorage"]
 
 _encode = msgspec.json.Encoder().encode
-_decode = msgspec.json.Decoder(VideoContext).decode
+_decode_context = msgspec.json.Decoder(VideoContext).decode
+_decode_collection = msgspec.json.Decoder(Collection).decode
+
+_Key = tuple[str, int]
+"""A segment: (video id, index in the transcript)."""
+
+
+class _Segment(msgspec.Struct, frozen=True):
+    order: int
+    """Saving order over all segments: breaks ties between equal scores, as rowids do in SQLite."""
+    start_sec: float
+    end_sec: float
+    text: str
+    tokens: tuple[str, ...]
+
+
+class _Video(msgspec.Struct):
+    seq: int
+    summary: VideoSummary
+    raw: bytes
+    segments: list[_Segment]
+
+
+def _occurrences(tokens: tuple[str, ...], phrase: tuple[str, ...]) -> int:
+    if len(phrase) == 1:
+        return tokens.count(phrase[0])
+    n = len(phrase)
+    return sum(1 for i in range(len(tokens) - n + 1) if tokens[i : i + n] == phrase)
+
+
+def _not_found(collection_id: str) -> VidError:
+    return VidError(
+        ErrorCode.NOT_FOUND,
+        f"There is no collection {collection_id!r}.",
+        hint="List collections to see their ids, or create this one first.",
+    )
 
 
 class MemoryStorage:
     id = "memory"
 
     def __init__(self) -> None:
-        self._contexts: dict[str, bytes] = {}
+        self._videos: dict[str, _Video] = {}  # insertion order is first-saved order
+        self._seq = 0
+        self._segment_seq = 1
+        self._postings: dict[str, set[_Key]] = {}
+        self._total_tokens = 0
+        self._total_segments = 0
+        self._collections: dict[str, bytes] = {}
+        self._items: dict[str, dict[str, CollectionItem]] = {}
+
+    # --- videos -------------------------------------------------------------------------------
 
     async def get_context(self, video_id: str) -> VideoContext | None:
-        raw = self._contexts.get(video_id)
-        return None if raw is None else _decode(raw)
+        video = self._videos.get(video_id)
+        return None if video is None else _decode_context(video.raw)
 
     async def put_context(self, context: VideoContext) -> None:
-        self._contexts[context.id] = _encode(context)
+        raw = _encode(context)
+        summary = summarize(context)
+        segments = [
+            _Segment(self._segment_seq + i, s.start_sec, s.end_sec, s.text, tuple(tokenize(s.text)))
+            for i, s in enumerate(context.transcript.segments if context.transcript else [])
+        ]
+        self._segment_seq += len(segments)
+        old = self._videos.get(context.id)
+        if old is not None:
+            self._unindex(context.id, old)
+            old.summary, old.raw, old.segments = summary, raw, segments
+            video = old
+        else:
+            self._seq += 1
+            video = self._videos[context.id] = _Video(self._seq, summary, raw, segments)
+        for idx, segment in enumerate(video.segments):
+            for token in set(segment.tokens):
+                self._postings.setdefault(token, set()).add((context.id, idx))
+            self._total_tokens += len(segment.tokens)
+        self._total_segments += len(video.segments)
+
+    def _unindex(self, video_id: str, video: _Video) -> None:
+        for idx, segment in enumerate(video.segments):
+            for token in set(segment.tokens):
+                keys = self._postings[token]
+                keys.discard((video_id, idx))
+                if not keys:
+                    del self._postings[token]
+            self._total_tokens -= len(segment.tokens)
+        self._total_segments -= len(video.segments)
 
     async def delete_context(self, video_id: str) -> bool:
-        return self._contexts.pop(video_id, None) is not None
+        video = self._videos.pop(video_id, None)
+        if video is None:
+            return False
+        self._unindex(video_id, video)
+        return True
+
+    async def list_videos(self, *, limit: int = 50, cursor: str | None = None) -> Page[VideoSummary]:
+        limit = check_limit(limit)
+        before = decode_cursor(cursor) if cursor is not None else None
+        items: list[VideoSummary] = []
+        last = 0
+        for video in reversed(self._videos.values()):
+            if before is not None and video.seq >= before:
+                continue
+            if len(items) == limit:
+                return Page(items=items, next_cursor=encode_cursor(last))
+            items.append(msgspec.structs.replace(video.summary))
+            last = video.seq
+        return Page(items=items, next_cursor=None)
+
+    async def get_summaries(self, video_ids: list[str]) -> list[VideoSummary]:
+        found = (self._videos.get(video_id) for video_id in dict.fromkeys(video_ids))
+        return [msgspec.structs.replace(video.summary) for video in found if video is not None]
+
+    async def search(
+        self, query: str, *, video_ids: list[str] | None = None, limit: int = 10
+    ) -> list[SearchHit]:
+        parsed = parse_query(query)
+        limit = check_limit(limit)
+        within = None if video_ids is None else set(video_ids)
+
+        def matches(phrase: tuple[str, ...]) -> dict[_Key, int]:
+            keys = set.intersection(*(self._postings.get(token, set()) for token in phrase))
+            counts = {key: _occurrences(self._segment(key).tokens, phrase) for key in keys}
+            return {key: count for key, count in counts.items() if count}
+
+        required = [matches(phrase) for phrase in parsed.required]
+        keys = set.intersection(*(set(found) for found in required))
+        for phrase in parsed.excluded:
+            keys -= set(matches(phrase))
+        if within is not None:
+            keys = {key for key in keys if key[0] in within}
+        rows_with = [len(found) for found in required]
+        average = self._total_tokens / self._total_segments if self._total_segments else 0.0
+        scored = []
+        for key in keys:
+            segment = self._segment(key)
+            counts = [found[key] for found in required]
+            score = bm25(counts, rows_with, self._total_segments, len(segment.tokens), average)
+            scored.append((-score, segment.order, key))
+        scored.sort()
+        return [
+            SearchHit(
+                video_id=video_id,
+                start_sec=(segment := self._segment((video_id, idx))).start_sec,
+                end_sec=segment.end_sec,
+                text=segment.text,
+                score=-negated,
+                title=self._videos[video_id].summary.title,
+            )
+            for negated, _, (video_id, idx) in scored[:limit]
+        ]
+
+    def _segment(self, key: _Key) -> _Segment:
+        return self._videos[key[0]].segments[key[1]]
+
+    # --- collections ----------------------------------------------------------------------------
+
+    async def put_collection(self, collection: Collection) -> None:
+        self._collections[collection.id] = _encode(msgspec.structs.replace(collection, video_count=0))
+        self._items.setdefault(collection.id, {})
+
+    async def get_collection(self, collection_id: str) -> Collection | None:
+        raw = self._collections.get(collection_id)
+        if raw is None:
+            return None
+        collection = _decode_collection(raw)
+        collection.video_count = sum(1 for i in self._items[collection_id].values() if i.state == "saved")
+        return collection
+
+    async def list_collections(self) -> list[Collection]:
+        found = [await self.get_collection(collection_id) for collection_id in sorted(self._collections)]
+        collections = [c for c in found if c is not None]
+        collections.sort(key=lambda c: c.updated_at, reverse=True)  # stable: ties stay in id order
+        return collections
+
+    async def delete_collection(self, collection_id: str) -> bool:
+        self._items.pop(collection_id, None)
+        return self._collections.pop(collection_id, None) is not None
+
+    async def put_items(self, collection_id: str, items: list[CollectionItem]) -> None:
+        if collection_id not in self._collections:
+            raise _not_found(collection_id)
+        stored = self._items[collection_id]
+        for item in items:
+            old = stored.get(item.video_id)
+            if old is not None:  # the first add keeps its date and, unless a new one is given, its input
+                item = msgspec.structs.replace(
+                    item, input=item.input if item.input is not None else old.input, added_at=old.added_at
+                )
+            stored[item.video_id] = msgspec.structs.replace(item)
+
+    async def list_items(self, collection_id: str) -> list[CollectionItem]:
+        if collection_id not in self._collections:
+            raise _not_found(collection_id)
+        items = sorted(self._items[collection_id].values(), key=lambda i: i.added_at)  # stable
+        return [msgspec.structs.replace(item) for item in items]
 
     async def close(self) -> None:
-        self._contexts.clear()
+        for mapping in (self._videos, self._postings, self._collections, self._items):
+            mapping.clear()
+
+
+class MemoryKv:
+    """``KvStore`` in a dict; ``clock`` (seconds, monotonic) is injectable so tests need not sleep."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._data: dict[str, tuple[str, float | None]] = {}
+
+    def _live(self, key: str) -> tuple[str, float | None] | None:
+        entry = self._data.get(key)
+        if entry is not None and entry[1] is not None and entry[1] <= self._clock():
+            del self._data[key]
+            return None
+        return entry
+
+    async def get(self, key: str) -> str | None:
+        entry = self._live(key)
+        return None if entry is None else entry[0]
+
+    async def put(self, key: str, value: str, *, ttl: int | None = None) -> None:
+        self._data[key] = (value, None if ttl is None else self._clock() + ttl)
+        if len(self._data) % 1024 == 0:  # now and then, forget what expired unread
+            now = self._clock()
+            self._data = {k: e for k, e in self._data.items() if e[1] is None or e[1] > now}
+
+    async def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    async def incr(self, key: str, amount: int = 1, *, ttl: int | None = None) -> int:
+        entry = self._live(key)
+        if entry is None:
+            value, expires = amount, (None if ttl is None else self._clock() + ttl)
+        else:
+            value, expires = int(entry[0]) + amount, entry[1]
+        self._data[key] = (str(value), expires)
+        return value
+
+
+class MemoryBlobs:
+    """``BlobStore`` in a dict."""
+
+    def __init__(self) -> None:
+        self._blobs: dict[str, Blob] = {}
+
+    async def put_blob(
+        self, key: str, data: bytes, *, content_type: str = "application/octet-stream"
+    ) -> None:
+        self._blobs[check_blob_key(key)] = Blob(data=bytes(data), content_type=content_type)
+
+    async def get_blob(self, key: str) -> Blob | None:
+        return self._blobs.get(key)
+
+    async def delete_blob(self, key: str) -> bool:
+        return self._blobs.pop(key, None) is not None
+
+    async def list_blobs(self, prefix: str = "") -> list[str]:
+        return sorted(key for key in self._blobs if key.startswith(prefix))

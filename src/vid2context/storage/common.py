@@ -1,0 +1,350 @@
+"""Pure helpers every storage backend shares: cursors, limits, the search query language, BM25,
+and the SQL (with its row mapping) that SQLite and D1 both run.
+
+Portable (no I/O): the memory, SQLite and Cloudflare backends import these so that a cursor, a
+limit or a query means the same thing on each of them.
+
+The query language is deliberately tiny, and nothing the user types reaches FTS5 as syntax:
+
+- words are ANDed: ``rate limit`` finds segments holding both words;
+- ``"quoted words"`` must appear together, in that order (an unclosed quote runs to the end);
+- ``-word`` or ``-"some words"`` excludes segments that hold them;
+- a chunk that splits into several words (``e-mail``, ``3.14``) counts as a phrase, as FTS5 does.
+
+Words are what SQLite's ``unicode61`` tokenizer (with ``remove_diacritics 2``) calls tokens, so the
+memory backend and FTS5 agree: runs of letters and digits, case-folded, Latin accents removed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import msgspec
+
+from ..errors import ErrorCode, VidError
+from ..models import Collection, VideoContext, VideoSummary
+
+__all__ = [
+    "COLLECTION_COLUMNS",
+    "MAX_BLOB_KEY_BYTES",
+    "MAX_LIMIT",
+    "MAX_QUERY_CHARS",
+    "MAX_QUERY_PHRASES",
+    "SQL_DELETE_SEGMENTS",
+    "SQL_DELETE_SEGMENTS_FTS",
+    "SQL_DELETE_VIDEO",
+    "SQL_GET_CONTEXT",
+    "SQL_INSERT_SEGMENT",
+    "SQL_INSERT_SEGMENTS_FTS",
+    "SQL_LIST_VIDEOS",
+    "SQL_NEXT_SEQ",
+    "SQL_SUMMARIES",
+    "SQL_UPSERT_VIDEO",
+    "SUMMARY_COLUMNS",
+    "ParsedQuery",
+    "bm25",
+    "build_fts_query",
+    "check_blob_key",
+    "check_limit",
+    "collection_from_row",
+    "collection_params",
+    "decode_cursor",
+    "encode_cursor",
+    "json_list",
+    "parse_query",
+    "search_sql",
+    "segment_params",
+    "summary_from_row",
+    "tokenize",
+    "video_params",
+]
+
+MAX_LIMIT = 200
+"""The most rows one page or one search answer holds; larger limits are clamped to it."""
+MAX_BLOB_KEY_BYTES = 1024
+"""R2's limit on a key, applied everywhere so a key that works locally works at the edge."""
+MAX_QUERY_CHARS = 2000
+MAX_QUERY_PHRASES = 32
+
+_CURSOR_PREFIX = "v1:"
+_MAX_SEQ = 2**63 - 1
+_SEQ = re.compile(r"[1-9][0-9]{0,18}")
+
+# unicode61 token characters: letters, digits, private use; Latin combining accents are part of a
+# token (then removed), every other mark, punctuation, symbol and emoji separates tokens.
+_TOKEN = re.compile(r"(?:[^\W_]|[\u0300-\u036f\ue000-\uf8ff])+")
+_ACCENTS = re.compile(r"[\u0300-\u036f]")
+_CHUNK = re.compile(r'(-?)(?:"([^"]*)(?:"|$)|([^\s"]+))')
+
+# FTS5's bm25() constants.
+_K1 = 1.2
+_B = 0.75
+
+
+def _bad(message: str, hint: str) -> VidError:
+    return VidError(ErrorCode.BAD_REQUEST, message, hint=hint)
+
+
+# --- pages ----------------------------------------------------------------------------------------
+
+
+def encode_cursor(seq: int) -> str:
+    """The opaque cursor for "rows older than ``seq``": urlsafe base64 of ``v1:<seq>``, unpadded."""
+    return base64.urlsafe_b64encode(f"{_CURSOR_PREFIX}{seq}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int:
+    """The sequence number inside ``cursor``; ``bad-request`` for anything ``encode_cursor`` did not
+    make (the re-encoded value must match exactly, so padded or altered cursors fail too)."""
+    error = _bad(
+        "The cursor is not valid.", "Pass back the nextCursor of a previous page unchanged, or omit it."
+    )
+    if not isinstance(cursor, str) or not 0 < len(cursor) <= 64:
+        raise error
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+    except (binascii.Error, ValueError):
+        raise error from None
+    digits = text.removeprefix(_CURSOR_PREFIX)
+    if not text.startswith(_CURSOR_PREFIX) or not _SEQ.fullmatch(digits) or int(digits) > _MAX_SEQ:
+        raise error
+    if encode_cursor(int(digits)) != cursor:
+        raise error
+    return int(digits)
+
+
+def check_limit(limit: int, maximum: int = MAX_LIMIT) -> int:
+    """``limit`` clamped to ``maximum``; ``bad-request`` when it is not a positive whole number."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise _bad(
+            f"limit must be a whole number from 1 to {maximum}.", f"Use a limit between 1 and {maximum}."
+        )
+    return min(limit, maximum)
+
+
+def check_blob_key(key: str) -> str:
+    """``key`` when every backend can hold it; ``bad-request`` when empty, too long or holding NUL."""
+    try:
+        size = len(key.encode()) if isinstance(key, str) else 0
+    except UnicodeEncodeError:  # a lone surrogate
+        size = 0
+    if not 0 < size <= MAX_BLOB_KEY_BYTES or "\x00" in key:
+        raise _bad(
+            "The blob key is empty, too long or holds a NUL character.",
+            f"Use a key of 1 to {MAX_BLOB_KEY_BYTES} bytes.",
+        )
+    return key
+
+
+# --- search -----------------------------------------------------------------------------------------
+
+
+def tokenize(text: str) -> list[str]:
+    """The tokens FTS5's ``unicode61 remove_diacritics 2`` tokenizer finds in ``text``."""
+    tokens = []
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if not token.isascii():
+            token = unicodedata.normalize("NFC", _ACCENTS.sub("", unicodedata.normalize("NFD", token)))
+        token = token.lower()
+        if token:
+            tokens.append(token)
+    return tokens
+
+
+class ParsedQuery(NamedTuple):
+    """A query as phrases of tokens; a single word is a phrase of one token."""
+
+    required: tuple[tuple[str, ...], ...]
+    excluded: tuple[tuple[str, ...], ...]
+
+
+def parse_query(query: str) -> ParsedQuery:
+    """Split ``query`` into required and excluded phrases; ``bad-request`` when it is empty, only
+    exclusions, or too long."""
+    if not isinstance(query, str):
+        raise _bad("The query must be text.", "Pass the words to search for.")
+    if len(query) > MAX_QUERY_CHARS:
+        raise _bad(
+            f"The query is longer than {MAX_QUERY_CHARS} characters.",
+            "Search for a few distinctive words or a quoted phrase.",
+        )
+    required: list[tuple[str, ...]] = []
+    excluded: list[tuple[str, ...]] = []
+    for match in _CHUNK.finditer(query):
+        negate, quoted, bare = match.groups()
+        phrase = tuple(tokenize(quoted if quoted is not None else bare))
+        target = excluded if negate else required
+        if phrase and phrase not in target:
+            target.append(phrase)
+    if not required:
+        raise _bad("The query has no words to search for.", 'Add at least one word; "-word" only excludes.')
+    if len(required) + len(excluded) > MAX_QUERY_PHRASES:
+        raise _bad(
+            f"The query has more than {MAX_QUERY_PHRASES} words and phrases.",
+            "Search for a few distinctive words or a quoted phrase.",
+        )
+    return ParsedQuery(tuple(required), tuple(excluded))
+
+
+def build_fts_query(parsed: ParsedQuery) -> str:
+    """The FTS5 MATCH expression for ``parsed``: every phrase quoted, so nothing is syntax.
+
+    Tokens hold only letters and digits, so they never contain a double quote.
+    """
+
+    def quote(phrase: tuple[str, ...]) -> str:
+        return '"' + " ".join(phrase) + '"'
+
+    expression = "(" + " AND ".join(quote(p) for p in parsed.required) + ")"
+    if parsed.excluded:
+        expression += " NOT (" + " OR ".join(quote(p) for p in parsed.excluded) + ")"
+    return expression
+
+
+def bm25(
+    counts: list[int], rows_with: list[int], total_rows: int, row_tokens: int, average_tokens: float
+) -> float:
+    """FTS5's ``bm25()`` for one row, negated so that higher is better.
+
+    ``counts[i]`` is how often phrase ``i`` occurs in the row, ``rows_with[i]`` in how many rows of
+    the whole table it occurs; ``row_tokens`` is the row's length in tokens.
+    """
+    score = 0.0
+    length_norm = _K1 * (1 - _B + _B * row_tokens / (average_tokens or 1.0))
+    for count, hits in zip(counts, rows_with, strict=True):
+        idf = math.log((total_rows - hits + 0.5) / (hits + 0.5))
+        idf = idf if idf > 0 else 1e-6
+        score += idf * count * (_K1 + 1) / (count + length_norm)
+    return score
+
+
+# --- rows and SQL shared by SQLite and D1 (tables in migrations/0001_init.sql) ---------------------
+#
+# Positional ``?`` parameters only (D1 has no named ones), at most 100 per statement (D1's limit).
+
+SUMMARY_COLUMNS = (
+    "id", "title", "platform", "url", "channel", "duration_sec", "published_at", "origin", "language",
+    "tokens", "fetched_at",
+)  # fmt: skip
+"""``videos`` columns that hold the ``VideoSummary`` fields, in this order."""
+
+SQL_LIST_VIDEOS = (
+    f"SELECT seq, {', '.join(SUMMARY_COLUMNS)} FROM videos WHERE seq < ? ORDER BY seq DESC LIMIT ?"
+)
+"""Parameters: the cursor's seq (``2**63 - 1`` for the first page), ``limit + 1``."""
+
+SQL_GET_CONTEXT = "SELECT context, blob_key FROM videos WHERE id = ?"
+
+SQL_NEXT_SEQ = (
+    "UPDATE sequences SET value = value + 1 "
+    "WHERE name = 'videos' AND NOT EXISTS (SELECT 1 FROM videos WHERE id = ?)"
+)
+"""First statement of a save: takes a new seq only when the video is not saved yet."""
+
+SQL_UPSERT_VIDEO = (
+    f"INSERT INTO videos ({', '.join(SUMMARY_COLUMNS)}, updated_at, context, blob_key, seq) "
+    f"VALUES ({', '.join('?' * (len(SUMMARY_COLUMNS) + 3))}, (SELECT value FROM sequences WHERE name = 'videos')) "
+    "ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in (*SUMMARY_COLUMNS[1:], "updated_at", "context", "blob_key"))
+)
+"""Parameters: ``video_params()``. A replaced video keeps its seq, so its place in the list."""
+
+SQL_DELETE_SEGMENTS_FTS = (
+    "DELETE FROM segments_fts WHERE rowid IN (SELECT id FROM segments WHERE video_id = ?)"
+)
+SQL_DELETE_SEGMENTS = "DELETE FROM segments WHERE video_id = ?"
+SQL_INSERT_SEGMENT = "INSERT INTO segments (video_id, idx, start_sec, end_sec, text) VALUES (?, ?, ?, ?, ?)"
+"""Parameters: each of ``segment_params()``; D1 can take up to 20 rows per statement."""
+SQL_INSERT_SEGMENTS_FTS = "INSERT INTO segments_fts (rowid, text, video_id, idx) SELECT id, text, video_id, idx FROM segments WHERE video_id = ?"
+SQL_DELETE_VIDEO = "DELETE FROM videos WHERE id = ?"
+"""A save is, in one transaction: NEXT_SEQ, UPSERT_VIDEO, DELETE_SEGMENTS_FTS, DELETE_SEGMENTS,
+INSERT_SEGMENT for each segment, INSERT_SEGMENTS_FTS. A delete: DELETE_SEGMENTS_FTS,
+DELETE_SEGMENTS, DELETE_VIDEO (the index first: FTS5 reads the text it unindexes from ``segments``)."""
+
+
+SQL_SUMMARIES = (
+    f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM videos WHERE id IN (SELECT value FROM json_each(?))"
+)
+"""Parameter: the ids as a JSON list (one parameter however many ids); order the rows in code."""
+
+
+def search_sql(within: bool) -> str:
+    """Parameters: ``build_fts_query()``, then (when ``within``) the video ids as a JSON list,
+    then the limit.
+
+    Ranks and limits inside the FTS index, then joins the few hits to their rows. Equal scores
+    go in the order the segments were saved (their rowids), as in the memory store; ordering by
+    anything stored in a row would read every match's row and double the time of a common word.
+    """
+    restrict = " AND video_id IN (SELECT value FROM json_each(?))" if within else ""
+    return (
+        "SELECT s.video_id, s.start_sec, s.end_sec, s.text, -f.rank_bm25 AS score, v.title FROM ("
+        "SELECT rowid, bm25(segments_fts) AS rank_bm25 FROM segments_fts "
+        f"WHERE segments_fts MATCH ?{restrict} ORDER BY rank_bm25, rowid LIMIT ?"
+        ") AS f JOIN segments AS s ON s.id = f.rowid JOIN videos AS v ON v.id = s.video_id "
+        "ORDER BY f.rank_bm25, f.rowid"
+    )
+
+
+def json_list(values: list[str]) -> str:
+    """A list of strings as the JSON text ``json_each(?)`` reads."""
+    return _json_text(values)
+
+
+def video_params(
+    summary: VideoSummary, *, updated_at: str, context_json: str | None, blob_key: str | None
+) -> tuple:
+    """Parameters of ``SQL_UPSERT_VIDEO``."""
+    return (*(getattr(summary, c) for c in SUMMARY_COLUMNS), updated_at, context_json, blob_key)
+
+
+def segment_params(context: VideoContext) -> list[tuple]:
+    """Parameters of ``SQL_INSERT_SEGMENT``, one tuple per segment."""
+    segments = context.transcript.segments if context.transcript else []
+    return [(context.id, i, s.start_sec, s.end_sec, s.text) for i, s in enumerate(segments)]
+
+
+def summary_from_row(row: Mapping[str, Any]) -> VideoSummary:
+    """A ``VideoSummary`` from a ``videos`` row (``sqlite3.Row`` or a D1 result dict)."""
+    return VideoSummary(**{c: row[c] for c in SUMMARY_COLUMNS})
+
+
+_COLLECTION_JSON = {"sources", "schedule"}
+_COLLECTION_COLUMNS = ("id", "name", "description", "sources", "schedule", "created_at", "updated_at")
+_COLLECTION_WIRE = {f.name: f.encode_name for f in msgspec.structs.fields(Collection)}
+
+COLLECTION_COLUMNS = (*_COLLECTION_COLUMNS, "extra")
+"""``collections`` columns, in the order of ``collection_params()``. ``extra`` holds, as JSON, any
+``Collection`` field added after the table was made, so a new field needs no migration."""
+
+
+def collection_params(collection: Collection) -> tuple:
+    wire = msgspec.to_builtins(collection)
+    wire.pop(_COLLECTION_WIRE["video_count"], None)
+    values = []
+    for column in _COLLECTION_COLUMNS:
+        value = wire.pop(_COLLECTION_WIRE[column])
+        values.append(_json_text(value) if column in _COLLECTION_JSON and value is not None else value)
+    return (*values, _json_text(wire))
+
+
+def collection_from_row(row: Mapping[str, Any], video_count: int = 0) -> Collection:
+    wire = msgspec.json.decode(row["extra"] or "{}")
+    for column in _COLLECTION_COLUMNS:
+        value = row[column]
+        wire[_COLLECTION_WIRE[column]] = (
+            msgspec.json.decode(value) if column in _COLLECTION_JSON and value else value
+        )
+    wire[_COLLECTION_WIRE["video_count"]] = video_count
+    return msgspec.convert(wire, Collection)
+
+
+def _json_text(value: Any) -> str:
+    return msgspec.json.encode(value).decode()

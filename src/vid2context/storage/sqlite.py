@@ -1,0 +1,514 @@
+"""The local stores: one SQLite file (library, collections, KV) and blob files beside it.
+
+Local only: this module imports ``sqlite3``, threads and the filesystem, so the Worker never
+imports it (``build_local_runtime`` does, lazily).
+
+- One file (``$VID2CONTEXT_HOME/vid2context.db``) in WAL mode, ``synchronous=NORMAL`` (a committed
+  save survives the process being killed; only a power cut can lose the last few), foreign keys
+  on, a busy timeout so a second process waits instead of failing.
+- ``migrations/*.sql``, the files D1 applies too, run at open in name order, each in one
+  transaction, recorded in ``_vid2context_migrations``.
+- Nothing blocks the event loop: writes run on one dedicated thread with its own connection (one
+  writer, as SQLite wants), reads on a small pool of reader threads, each with its own connection,
+  so readers proceed while a write is in progress.
+- ``sqlite-vec`` is loaded when it is installed and this Python can load extensions;
+  ``vector_available`` says whether it did. Keyword search never needs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import queue
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import NamedTuple, TypeVar
+
+import msgspec
+
+from ..errors import ErrorCode, VidError
+from ..models import Collection, CollectionItem, Page, SearchHit, VideoContext, VideoSummary
+from . import common
+from .base import Blob, summarize
+from .common import build_fts_query, check_blob_key, check_limit, decode_cursor, encode_cursor, parse_query
+
+__all__ = [
+    "DEFAULT_FILE",
+    "FileBlobs",
+    "LocalStores",
+    "SQLiteDatabase",
+    "SQLiteKv",
+    "SQLiteStorage",
+    "apply_migrations",
+    "find_migrations",
+    "open_local_stores",
+]
+
+DEFAULT_FILE = "vid2context.db"
+T = TypeVar("T")
+
+_encode = msgspec.json.Encoder().encode
+_decode_context = msgspec.json.Decoder(VideoContext).decode
+_FIRST_PAGE = 2**63 - 1
+
+
+def find_migrations() -> Path:
+    """``migrations/`` inside the installed package (the wheel ships it as ``vid2context/migrations``),
+    else the first one found walking up from this file (the source checkout)."""
+    for parent in Path(__file__).resolve().parents:
+        candidate = parent / "migrations"
+        if (candidate / "0001_init.sql").is_file():
+            return candidate
+    raise FileNotFoundError("vid2context's migrations/ directory was not found beside the package")
+
+
+def _statements(script: str) -> list[str]:
+    """``script`` split into complete statements (semicolons inside strings and comments kept)."""
+    statements, start = [], 0
+    for end, char in enumerate(script):
+        if char == ";" and sqlite3.complete_statement(script[start : end + 1]):
+            statements.append(script[start : end + 1].strip())
+            start = end + 1
+    return statements
+
+
+def apply_migrations(conn: sqlite3.Connection, directory: Path) -> list[str]:
+    """Apply the files of ``directory`` not applied yet, in name order, each in one transaction;
+    return their names. Safe when several processes open the same file at once."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS _vid2context_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    applied = []
+    for path in sorted(directory.glob("*.sql")):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if conn.execute("SELECT 1 FROM _vid2context_migrations WHERE name = ?", (path.name,)).fetchone():
+                conn.execute("ROLLBACK")
+                continue
+            for statement in _statements(path.read_text(encoding="utf-8")):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO _vid2context_migrations (name, applied_at) VALUES (?, ?)", (path.name, _now())
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        applied.append(path.name)
+    return applied
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _load_vector_extension(conn: sqlite3.Connection) -> bool:
+    if not hasattr(conn, "enable_load_extension"):  # Python built without extension loading
+        return False
+    try:
+        import sqlite_vec
+
+        conn.enable_load_extension(True)
+        try:
+            sqlite_vec.load(conn)
+        finally:
+            conn.enable_load_extension(False)
+        return True
+    except Exception:  # noqa: BLE001  not installed, or the build refuses: keyword search still works
+        return False
+
+
+class SQLiteDatabase:
+    """One SQLite file: a writer connection on its own thread and ``readers`` reader connections.
+
+    Opening is synchronous (it creates the file and applies migrations): do it at start-up.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, readers: int = 4, migrations: Path | None = None
+    ) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = self._connect()
+        try:
+            self._writer.execute("PRAGMA journal_mode=WAL")
+            self.applied = apply_migrations(self._writer, migrations or find_migrations())
+        except BaseException:
+            self._writer.close()
+            raise
+        self.vector_available = _load_vector_extension(self._writer)
+        self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self._connections = [self._writer]
+        for _ in range(readers):
+            conn = self._connect()
+            conn.execute("PRAGMA query_only=ON")
+            _load_vector_extension(conn)
+            self._connections.append(conn)
+            self._readers.put(conn)
+        self._write_pool = ThreadPoolExecutor(1, thread_name_prefix="vid2context-db-write")
+        self._read_pool = ThreadPoolExecutor(readers, thread_name_prefix="vid2context-db-read")
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        for pragma in ("synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=30000"):
+            conn.execute(f"PRAGMA {pragma}")
+        return conn
+
+    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` on a reader connection, in one read transaction (a consistent snapshot)."""
+        return await asyncio.get_running_loop().run_in_executor(self._read_pool, self._read, work)
+
+    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` on the writer connection in one transaction: all of it is saved or none."""
+        return await asyncio.get_running_loop().run_in_executor(self._write_pool, self._write, work)
+
+    def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self._readers.get()
+        try:
+            conn.execute("BEGIN")
+            return work(conn)
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            self._readers.put(conn)
+
+    def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self._writer
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = work(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return result
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
+        self._write_pool.shutdown(wait=True)
+        self._read_pool.shutdown(wait=True)
+        for conn in self._connections:
+            conn.close()
+
+
+def _not_found(collection_id: str) -> VidError:
+    return VidError(
+        ErrorCode.NOT_FOUND,
+        f"There is no collection {collection_id!r}.",
+        hint="List collections to see their ids, or create this one first.",
+    )
+
+
+_COLLECTION_SELECT = (
+    f"SELECT {', '.join('c.' + c for c in common.COLLECTION_COLUMNS)}, "
+    "(SELECT COUNT(*) FROM collection_items AS i WHERE i.collection_id = c.id AND i.state = 'saved') AS video_count "
+    "FROM collections AS c"
+)
+_COLLECTION_UPSERT = (
+    f"INSERT INTO collections ({', '.join(common.COLLECTION_COLUMNS)}) VALUES ({', '.join('?' * len(common.COLLECTION_COLUMNS))}) "
+    "ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in common.COLLECTION_COLUMNS[1:])
+)
+_ITEM_UPSERT = (
+    "INSERT INTO collection_items (collection_id, video_id, state, input, added_at) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (collection_id, video_id) DO UPDATE SET state = excluded.state, "
+    "input = COALESCE(excluded.input, collection_items.input)"
+)  # the first add keeps its date and, unless a new one is given, its input
+
+
+class SQLiteStorage:
+    """``Storage`` on one SQLite file (see the module docstring)."""
+
+    id = "sqlite"
+
+    def __init__(self, path: str | os.PathLike[str], *, readers: int = 4) -> None:
+        self.database = SQLiteDatabase(path, readers=readers)
+        self.vector_available = self.database.vector_available
+
+    # --- videos -------------------------------------------------------------------------------
+
+    async def get_context(self, video_id: str) -> VideoContext | None:
+        def work(conn: sqlite3.Connection) -> VideoContext | None:
+            row = conn.execute(common.SQL_GET_CONTEXT, (video_id,)).fetchone()
+            return None if row is None else _decode_context(row["context"])
+
+        return await self.database.read(work)
+
+    async def put_context(self, context: VideoContext) -> None:
+        def work(conn: sqlite3.Connection) -> None:
+            summary = summarize(context)
+            params = common.video_params(
+                summary, updated_at=_now(), context_json=_encode(context).decode(), blob_key=None
+            )
+            conn.execute(common.SQL_NEXT_SEQ, (context.id,))
+            conn.execute(common.SQL_UPSERT_VIDEO, params)
+            conn.execute(common.SQL_DELETE_SEGMENTS_FTS, (context.id,))
+            conn.execute(common.SQL_DELETE_SEGMENTS, (context.id,))
+            conn.executemany(common.SQL_INSERT_SEGMENT, common.segment_params(context))
+            conn.execute(common.SQL_INSERT_SEGMENTS_FTS, (context.id,))
+
+        await self.database.write(work)
+
+    async def delete_context(self, video_id: str) -> bool:
+        def work(conn: sqlite3.Connection) -> bool:
+            conn.execute(common.SQL_DELETE_SEGMENTS_FTS, (video_id,))
+            conn.execute(common.SQL_DELETE_SEGMENTS, (video_id,))
+            return conn.execute(common.SQL_DELETE_VIDEO, (video_id,)).rowcount > 0
+
+        return await self.database.write(work)
+
+    async def list_videos(self, *, limit: int = 50, cursor: str | None = None) -> Page[VideoSummary]:
+        limit = check_limit(limit)
+        before = _FIRST_PAGE if cursor is None else decode_cursor(cursor)
+
+        def work(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+            return conn.execute(common.SQL_LIST_VIDEOS, (before, limit + 1)).fetchall()
+
+        rows = await self.database.read(work)
+        items = [common.summary_from_row(row) for row in rows[:limit]]
+        next_cursor = encode_cursor(rows[limit - 1]["seq"]) if len(rows) > limit else None
+        return Page(items=items, next_cursor=next_cursor)
+
+    async def get_summaries(self, video_ids: list[str]) -> list[VideoSummary]:
+        wanted = list(dict.fromkeys(video_ids))
+
+        def work(conn: sqlite3.Connection) -> dict[str, VideoSummary]:
+            rows = conn.execute(common.SQL_SUMMARIES, (common.json_list(wanted),))
+            return {row["id"]: common.summary_from_row(row) for row in rows}
+
+        found = await self.database.read(work) if wanted else {}
+        return [found[video_id] for video_id in wanted if video_id in found]
+
+    async def search(
+        self, query: str, *, video_ids: list[str] | None = None, limit: int = 10
+    ) -> list[SearchHit]:
+        match = build_fts_query(parse_query(query))
+        limit = check_limit(limit)
+        if video_ids is not None and not video_ids:
+            return []
+        within = () if video_ids is None else (common.json_list(list(dict.fromkeys(video_ids))),)
+
+        def work(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+            return conn.execute(common.search_sql(bool(within)), (match, *within, limit)).fetchall()
+
+        try:
+            rows = await self.database.read(work)
+        except sqlite3.OperationalError as exc:  # the query is built to be valid; be safe anyway
+            if "fts5" not in str(exc):
+                raise
+            raise VidError(
+                ErrorCode.BAD_REQUEST, "The search query is not valid.", hint="Search for plain words."
+            ) from None
+        return [
+            SearchHit(video_id=r["video_id"], start_sec=r["start_sec"], end_sec=r["end_sec"], text=r["text"],
+                      score=r["score"], title=r["title"])
+            for r in rows
+        ]  # fmt: skip
+
+    # --- collections ----------------------------------------------------------------------------
+
+    async def put_collection(self, collection: Collection) -> None:
+        params = common.collection_params(collection)
+        await self.database.write(lambda conn: conn.execute(_COLLECTION_UPSERT, params))
+
+    async def get_collection(self, collection_id: str) -> Collection | None:
+        def work(conn: sqlite3.Connection) -> sqlite3.Row | None:
+            return conn.execute(f"{_COLLECTION_SELECT} WHERE c.id = ?", (collection_id,)).fetchone()
+
+        row = await self.database.read(work)
+        return None if row is None else common.collection_from_row(row, row["video_count"])
+
+    async def list_collections(self) -> list[Collection]:
+        def work(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+            return conn.execute(f"{_COLLECTION_SELECT} ORDER BY c.updated_at DESC, c.id").fetchall()
+
+        return [common.collection_from_row(row, row["video_count"]) for row in await self.database.read(work)]
+
+    async def delete_collection(self, collection_id: str) -> bool:
+        def work(conn: sqlite3.Connection) -> bool:
+            conn.execute("DELETE FROM collection_items WHERE collection_id = ?", (collection_id,))
+            return conn.execute("DELETE FROM collections WHERE id = ?", (collection_id,)).rowcount > 0
+
+        return await self.database.write(work)
+
+    async def put_items(self, collection_id: str, items: list[CollectionItem]) -> None:
+        rows = [(collection_id, i.video_id, i.state, i.input, i.added_at) for i in items]
+
+        def work(conn: sqlite3.Connection) -> None:
+            if conn.execute("SELECT 1 FROM collections WHERE id = ?", (collection_id,)).fetchone() is None:
+                raise _not_found(collection_id)
+            conn.executemany(_ITEM_UPSERT, rows)
+
+        await self.database.write(work)
+
+    async def list_items(self, collection_id: str) -> list[CollectionItem]:
+        def work(conn: sqlite3.Connection) -> list[CollectionItem]:
+            if conn.execute("SELECT 1 FROM collections WHERE id = ?", (collection_id,)).fetchone() is None:
+                raise _not_found(collection_id)
+            rows = conn.execute(
+                "SELECT video_id, state, input, added_at FROM collection_items WHERE collection_id = ? "
+                "ORDER BY added_at, rowid",
+                (collection_id,),
+            )
+            return [CollectionItem(video_id=r[0], state=r[1], input=r[2], added_at=r[3]) for r in rows]
+
+        return await self.database.read(work)
+
+    async def close(self) -> None:
+        await self.database.close()
+
+
+class SQLiteKv:
+    """``KvStore`` in the ``kv`` table of a database shared with ``SQLiteStorage``.
+
+    ``clock`` gives Unix seconds (wall time, so expiry survives a restart); tests inject their own.
+    """
+
+    def __init__(self, database: SQLiteDatabase, *, clock: Callable[[], float] = time.time) -> None:
+        self.database = database
+        self._clock = clock
+
+    async def get(self, key: str) -> str | None:
+        now = self._clock()
+
+        def work(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(
+                "SELECT value FROM kv WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)", (key, now)
+            ).fetchone()
+            return None if row is None else row[0]
+
+        return await self.database.read(work)
+
+    async def put(self, key: str, value: str, *, ttl: int | None = None) -> None:
+        now = self._clock()
+        expires = None if ttl is None else now + ttl
+
+        def work(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM kv WHERE expires_at <= ?", (now,))
+            conn.execute(
+                "INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+                (key, value, expires),
+            )
+
+        await self.database.write(work)
+
+    async def delete(self, key: str) -> None:
+        await self.database.write(lambda conn: conn.execute("DELETE FROM kv WHERE key = ?", (key,)))
+
+    async def incr(self, key: str, amount: int = 1, *, ttl: int | None = None) -> int:
+        now = self._clock()
+
+        def work(conn: sqlite3.Connection) -> int:
+            conn.execute("DELETE FROM kv WHERE key = ? AND expires_at <= ?", (key, now))
+            row = conn.execute("SELECT value, expires_at FROM kv WHERE key = ?", (key,)).fetchone()
+            value = amount if row is None else int(row[0]) + amount
+            expires = (None if ttl is None else now + ttl) if row is None else row[1]
+            conn.execute(
+                "INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+                (key, str(value), expires),
+            )
+            return value
+
+        return await self.database.write(work)
+
+
+class FileBlobs:
+    """``BlobStore`` as files in ``directory``.
+
+    A file is named by the SHA-256 of its key, so no key can name a path outside the directory,
+    collide on a case-insensitive disk or exceed a name limit. It starts with one JSON line
+    (``{"key": ..., "contentType": ...}``) followed by the bytes, and is written to a temporary
+    file first and renamed, so a reader sees the old blob or the new one, never half of one.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def _file(self, key: str) -> Path:
+        return self.directory / hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+    async def put_blob(
+        self, key: str, data: bytes, *, content_type: str = "application/octet-stream"
+    ) -> None:
+        header = msgspec.json.encode({"key": check_blob_key(key), "contentType": content_type}) + b"\n"
+        await asyncio.to_thread(self._write, self._file(key), header, bytes(data))
+
+    def _write(self, target: Path, header: bytes, data: bytes) -> None:
+        temporary = self.directory / f".tmp-{secrets.token_hex(8)}"
+        try:
+            with temporary.open("wb") as handle:
+                handle.write(header)
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            temporary.replace(target)
+        finally:
+            temporary.unlink(missing_ok=True)
+
+    async def get_blob(self, key: str) -> Blob | None:
+        return await asyncio.to_thread(self._read, self._file(key), key)
+
+    @staticmethod
+    def _read(path: Path, key: str) -> Blob | None:
+        try:
+            with path.open("rb") as handle:
+                header = msgspec.json.decode(handle.readline())
+                data = handle.read()
+        except FileNotFoundError:
+            return None
+        return Blob(data=data, content_type=header["contentType"]) if header["key"] == key else None
+
+    async def delete_blob(self, key: str) -> bool:
+        def work() -> bool:
+            try:
+                self._file(key).unlink()
+            except FileNotFoundError:
+                return False
+            return True
+
+        return await asyncio.to_thread(work)
+
+    async def list_blobs(self, prefix: str = "") -> list[str]:
+        def work() -> list[str]:
+            keys = []
+            for path in self.directory.iterdir():
+                if path.name.startswith("."):
+                    continue
+                try:
+                    with path.open("rb") as handle:
+                        key = msgspec.json.decode(handle.readline())["key"]
+                except (FileNotFoundError, msgspec.DecodeError, KeyError, TypeError):
+                    continue  # deleted meanwhile, or not one of ours
+                if key.startswith(prefix):
+                    keys.append(key)
+            return sorted(keys)
+
+        return await asyncio.to_thread(work)
+
+
+class LocalStores(NamedTuple):
+    storage: SQLiteStorage
+    kv: SQLiteKv
+    blobs: FileBlobs
+
+
+def open_local_stores(home: str | os.PathLike[str]) -> LocalStores:
+    """The three local stores under ``home`` (``$VID2CONTEXT_HOME``): ``vid2context.db`` and
+    ``blobs/``. Closing the storage closes the KV store too (they share the database)."""
+    root = Path(home).expanduser()
+    storage = SQLiteStorage(root / DEFAULT_FILE)
+    return LocalStores(storage=storage, kv=SQLiteKv(storage.database), blobs=FileBlobs(root / "blobs"))
