@@ -23,6 +23,7 @@ from itertools import pairwise
 from typing import Any
 
 from .models import Chapter
+from .providers.youtube_pages import text_of
 
 __all__ = [
     "MIN_CHAPTERS",
@@ -60,21 +61,6 @@ def _clock_seconds(text: str) -> float | None:
     return float(hours * 3600 + minutes * 60 + seconds)
 
 
-def _text(value: Any) -> str:
-    """The text of a YouTube text object: ``{"simpleText": ...}`` or ``{"runs": [{"text": ...}]}``."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        if isinstance(value.get("simpleText"), str):
-            return value["simpleText"]
-        runs = value.get("runs")
-        if isinstance(runs, list):
-            return "".join(str(run.get("text", "")) for run in runs if isinstance(run, Mapping))
-        if isinstance(value.get("content"), str):
-            return value["content"]
-    return ""
-
-
 def _clean_title(title: str) -> str:
     title = " ".join(title.split()).strip(_TITLE_TRIM).strip()
     return title[:_MAX_TITLE]
@@ -104,7 +90,7 @@ def _marker_start(marker: Mapping[str, Any]) -> float | None:
     start = endpoint.get("startTimeSeconds") if isinstance(endpoint, Mapping) else None
     if isinstance(start, (int, float)) and not isinstance(start, bool):
         return float(start)
-    return _clock_seconds(_text(marker.get("timeDescription")))
+    return _clock_seconds(text_of(marker.get("timeDescription")))
 
 
 def chapters_from_markers(
@@ -124,7 +110,7 @@ def chapters_from_markers(
         if not isinstance(marker, Mapping):
             continue
         start = _marker_start(marker)
-        title = _clean_title(_text(marker.get("title")))
+        title = _clean_title(text_of(marker.get("title")))
         if start is None or not title or math.isnan(start) or start < 0:
             continue
         if duration_sec and start >= duration_sec:
