@@ -18,7 +18,7 @@ from typing import TextIO
 from . import __version__
 from .ctx import Ctx
 from .errors import VidError
-from .formats import FORMATTERS, RenderOptions, context_header, get_formatter
+from .formats import FORMATTERS, RenderOptions, get_formatter, render_view
 from .models import VideoContext
 from .outline import get_section
 from .runtime import build_local_runtime
@@ -60,8 +60,14 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("settings", help="list the environment variables vid2context reads")
 
     serve = commands.add_parser("serve", help="run the HTTP API locally")
-    serve.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind; default {DEFAULT_HOST}")
+    serve.add_argument("--host", default=None, help=(
+        f"address to bind; default {DEFAULT_HOST}, or {KEYED_HOST} when VID2CONTEXT_API_KEYS is set"
+    ))
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port; default {DEFAULT_PORT}")
+    serve.add_argument(
+        "--allow-open", action="store_true",
+        help="serve on a non-loopback address without API keys (anyone who can reach it can use it)",
+    )
     return parser
 
 
@@ -116,17 +122,16 @@ async def _get(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _render(context: VideoContext, args: argparse.Namespace, format_id: str) -> str:
-    options = RenderOptions(timestamps=args.timestamps)
     section_line = ""
     if args.chapter is not None or args.from_ is not None or args.to is not None:
         section = get_section(context, chapter=args.chapter, from_=args.from_, to=args.to)
-        section_line = section.section_line() + "\n\n"
+        section_line = section.section_line()
         context = section.context
-    body = FORMATTERS[format_id].render(context, options)
-    if format_id != "text" or args.no_header:
+    formatter = FORMATTERS[format_id]
+    if args.no_header:
+        body = formatter.render(context, RenderOptions(timestamps=args.timestamps))
         return body if body.endswith("\n") else body + "\n"
-    text = context_header(context) + "\n" + section_line + body
-    return text if text.endswith("\n") else text + "\n"
+    return render_view(context, formatter, RenderOptions(timestamps=args.timestamps), section_line)
 
 
 def _print_summary(context: VideoContext, err: TextIO) -> None:
@@ -166,22 +171,66 @@ def local_app():  # type: ignore[no-untyped-def]
     return create_app(build_local_runtime())
 
 
+KEYED_HOST = "0.0.0.0"  # only with API keys set, or when --host asks for it
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve anywhere
+
+
 def _serve(args: argparse.Namespace) -> int:
+    """Run the API under granian until SIGTERM or SIGINT.
+
+    Binds 127.0.0.1 unless API keys are set (then all interfaces) or ``--host`` says otherwise;
+    an open API on a non-loopback address needs ``--allow-open``. On SIGTERM/SIGINT granian
+    closes the listening socket at once, lets in-flight requests finish, then runs the app's
+    lifespan shutdown (closing the runtime's store and clients); a worker still busy after
+    ``VID2CONTEXT_SHUTDOWN_TIMEOUT_MS`` (rounded up to whole seconds, granian's unit, 1 to 1800)
+    is killed, and its requests are cut.
+    """
+    import math
+
     from granian import Granian
     from granian.constants import Interfaces
+
+    from .api.middleware import parse_api_keys
 
     if not 0 < args.port < 65536:
         print(f"error: bad-request: port {args.port} is not 1 to 65535", file=sys.stderr)
         return 2
-    load_settings(os.environ)  # fail fast on a bad setting, before the server starts
-    print(f"vid2context {__version__}: serving http://{args.host}:{args.port}/api/v1/health", file=sys.stderr)
+    settings = load_settings(os.environ)  # fail fast on a bad setting, before the server starts
+    keys = parse_api_keys(settings.api_keys)  # and on a malformed key entry
+    host = args.host or (KEYED_HOST if keys else DEFAULT_HOST)
+    if not keys and not _is_loopback(host):
+        if not args.allow_open:
+            print(
+                f"error: bad-request: refusing to serve an open API on {host}: "
+                "VID2CONTEXT_API_KEYS is not set\n"
+                "hint: set VID2CONTEXT_API_KEYS, bind 127.0.0.1, or pass --allow-open if anyone "
+                "who can reach this address may use it",
+                file=sys.stderr,
+            )
+            return 2
+        print(f"vid2context: warning: no API keys; anyone who can reach {host} can use the API",
+              file=sys.stderr)
+    kill_timeout = min(1800, max(1, math.ceil(settings.shutdown_timeout_ms / 1000)))
+    shown = f"[{host}]" if ":" in host else host
+    print(f"vid2context {__version__}: serving http://{shown}:{args.port}/api/v1/health", file=sys.stderr)
     Granian(
         "vid2context.cli:local_app",
         factory=True,
-        address=args.host,
+        address=host,
         port=args.port,
         interface=Interfaces.ASGI,
-        log_access=False,
+        log_access=False,  # the app writes its own JSON access log
+        workers_kill_timeout=kill_timeout,
         working_dir=Path.cwd(),
     ).serve()
     return 0

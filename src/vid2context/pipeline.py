@@ -23,11 +23,13 @@ from typing import TypeVar
 from .ctx import Ctx
 from .errors import ErrorCode, VidError
 from .inputs import is_list, parse_input
-from .models import Attempt, Mode, Stage, Transcript, VideoContext, VideoMetadata, VideoRef
-from .providers.base import SourceProvider
+from .models import Attempt, Comment, Mode, Stage, Transcript, VideoContext, VideoMetadata, VideoRef
+from .chunking import transcribe_audio
+from .providers.base import AudioSource, SourceProvider
+from .providers.speech import AudioInput, SpeechToText
 from .runtime import Runtime
 
-__all__ = ["get_context", "get_metadata", "list_items", "resolve", "run_rung"]
+__all__ = ["get_comments", "get_context", "get_metadata", "list_items", "resolve", "run_rung", "transcribe"]
 
 log = logging.getLogger("vid2context.pipeline")
 
@@ -122,6 +124,9 @@ def _combine(errors: list[VidError], attempts: list[Attempt]) -> VidError:
     """
     if not errors:
         return VidError(ErrorCode.NO_PROVIDER, "No provider could run.", attempts=attempts)
+    # A rung that cannot do this stage at all (no-provider: youtube-transcript-api has no metadata)
+    # does not hide what the rungs that tried found; its attempt still shows.
+    errors = [error for error in errors if error.code is not ErrorCode.NO_PROVIDER] or errors
     codes = {error.code for error in errors}
     if len(codes) == 1:
         first = errors[0]
@@ -259,18 +264,126 @@ async def _transcript(
                 errors.append(error)
         if mode == "captions":
             raise _combine(errors, attempts)
-    # Speech-to-text rungs join here (hosted Whisper, local models); none is configured yet.
-    attempts.append(
-        Attempt(id="stt", stage="stt", outcome="skipped", reason="no-provider", detail="no speech-to-text rung is set up")
+    return await _speech_to_text(runtime, ref, providers, mode, lang, ctx, attempts, errors)
+
+
+# --- speech-to-text ----------------------------------------------------------------------------------
+
+# The audio itself is the problem, or the call is over: no other rung would do better.
+_LADDER_STOPS = {ErrorCode.BAD_REQUEST, ErrorCode.CANCELED, ErrorCode.TIMEOUT}
+
+
+def _skipped(rung: SpeechToText) -> Attempt:
+    if rung.tier == "keyless" and not rung.requires:
+        return Attempt(id=rung.id, stage="stt", outcome="skipped", reason="disabled", detail="VID2CONTEXT_KEYLESS=0")
+    detail = "set " + " and ".join(rung.requires) if rung.requires else "not set up"
+    return Attempt(id=rung.id, stage="stt", outcome="skipped", reason="missing-key", detail=detail)
+
+
+def _no_stt_rung(attempts: list[Attempt]) -> VidError:
+    return VidError(
+        ErrorCode.NO_PROVIDER,
+        "No speech-to-text rung is set up, so the audio cannot be transcribed.",
+        hint="Set GROQ_API_KEY (free tier), CLOUDFLARE_ACCOUNT_ID and CLOUDFLARE_API_TOKEN, or "
+        "VID2CONTEXT_STT_URL, or install the stt-local extra; GET /api/v1/health lists every rung.",
+        attempts=attempts,
     )
-    if mode == "stt" or not errors:
+
+
+async def transcribe(
+    runtime: Runtime,
+    audio: AudioInput,
+    *,
+    lang: str | None = None,
+    ctx: Ctx | None = None,
+    attempts: list[Attempt] | None = None,
+) -> Transcript:
+    """``audio`` through the speech-to-text ladder: each enabled rung in order until one answers.
+
+    Disabled rungs are recorded as skipped. Raises ``no-provider`` when no rung is enabled, the
+    rung's own code when one rung was tried (or all failed the same way), ``all-rungs-failed``
+    otherwise; a rung that finds the audio itself unusable (``bad-request``) ends the ladder.
+    """
+    ctx = ctx or Ctx(timeout=runtime.settings.request_timeout_ms / 1000)
+    attempts = [] if attempts is None else attempts
+    ready = [rung for rung in runtime.stt if rung.enabled]
+    attempts.extend(_skipped(rung) for rung in runtime.stt if not rung.enabled)
+    if not ready:
+        raise _no_stt_rung(attempts)
+    errors: list[VidError] = []
+    for rung in ready:
+        try:
+            return await run_rung(
+                attempts,
+                rung.id,
+                "stt",
+                lambda r=rung: transcribe_audio(r, audio, ctx, lang=lang, plan=runtime.stt_plan),
+            )
+        except VidError as error:
+            errors.append(error)
+            if error.code in _LADDER_STOPS:
+                break
+    raise _combine(errors, attempts)
+
+
+async def _speech_to_text(
+    runtime: Runtime,
+    ref: VideoRef,
+    providers: list[SourceProvider],
+    mode: Mode,
+    lang: str | None,
+    ctx: Ctx,
+    attempts: list[Attempt],
+    caption_errors: list[VidError],
+) -> Transcript:
+    """The source's audio through ``transcribe``; in ``auto`` mode a failure joins the captions'."""
+    if not any(rung.enabled for rung in runtime.stt):
+        attempts.extend(_skipped(rung) for rung in runtime.stt)
+        if mode == "stt" or not caption_errors:
+            raise _no_stt_rung(attempts)
+        raise _combine(caption_errors, attempts)
+    sources = [p for p in providers if isinstance(p, AudioSource)]
+    if not sources:
+        first = providers[0]
+        attempts.append(
+            Attempt(id=first.id, stage="audio", outcome="skipped", reason="no-provider", detail="cannot fetch audio")
+        )
+        if mode == "auto" and caption_errors:
+            raise _combine(caption_errors, attempts)
         raise VidError(
             ErrorCode.NO_PROVIDER,
-            "No speech-to-text provider is configured, so the audio cannot be transcribed.",
-            hint="Use mode=captions for videos with captions; speech-to-text providers are listed by "
-            "GET /api/v1/health.",
+            f"{first.name} cannot download audio here, so speech-to-text cannot run.",
+            hint="Speech-to-text of these videos needs the local runtime, which downloads audio with yt-dlp "
+            "(`pip install 'vid2context[local]'`).",
             attempts=attempts,
         )
+    errors = list(caption_errors) if mode == "auto" else []
+    try:
+        source, audio = await _first_audio(attempts, sources, ref, ctx)
+    except VidError as error:
+        raise _combine([*errors, error], attempts) from None
+    try:
+        return await transcribe(runtime, audio, lang=lang, ctx=ctx, attempts=attempts)
+    except VidError as error:
+        raise _combine([*errors, error], attempts) from None
+    finally:
+        release = getattr(source, "release_audio", None)
+        if release is not None:
+            try:
+                await release(audio)
+            except Exception:
+                log.warning("%s could not release its audio", source.id, exc_info=True)
+
+
+async def _first_audio(
+    attempts: list[Attempt], sources: list[AudioSource], ref: VideoRef, ctx: Ctx
+) -> tuple[AudioSource, AudioInput]:
+    errors: list[VidError] = []
+    for source in sources:
+        try:
+            return source, await run_rung(attempts, source.id, "audio", lambda s=source: s.audio(ref, ctx))  # type: ignore[attr-defined]
+        except VidError as error:
+            errors.append(error)
     raise _combine(errors, attempts)
 
 
@@ -306,3 +419,44 @@ async def list_items(
         attempts, _providers_for(runtime, ref), "items", lambda p: p.items(ref, ctx, limit=limit)
     )
     return items[:limit]
+
+
+async def get_comments(runtime: Runtime, source: str | VideoRef, *, limit: int, ctx: Ctx) -> list[Comment]:
+    """Up to ``limit`` comments: from a saved context that holds enough, else from the sources.
+
+    Uploads have none. Each provider that accepts the input is tried in order through
+    ``run_rung``, so the error carries the attempts; the first failure is the answer when all fail.
+    """
+    ref = resolve(runtime, source)
+    if is_list(ref):
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            f"{ref.url or ref.id} is a {ref.kind}, not a video.",
+            hint="List its videos (the items route or `list_items`) and ask for each video's comments.",
+        )
+    if ref.platform == "upload":
+        return []
+    cached = await runtime.storage.get_context(ref.id)
+    if cached is not None and cached.comments is not None and len(cached.comments) >= limit:
+        return cached.comments[:limit]
+    providers = [provider for provider in runtime.sources if provider.accepts(ref)]
+    if not providers:
+        raise VidError(
+            ErrorCode.NO_PROVIDER,
+            f"No provider here can read comments for {ref.id[:80]}.",
+            hint="Comments need the yt-dlp provider (local runtime).",
+        )
+    attempts: list[Attempt] = []
+    errors: list[VidError] = []
+    for provider in providers:
+        try:
+            found = await run_rung(
+                attempts, provider.id, "comments", lambda p=provider: p.comments(ref, ctx, limit=limit)
+            )
+        except VidError as error:
+            errors.append(error)
+            continue
+        return found[:limit]
+    first = errors[0]
+    first.attempts = list(attempts)
+    raise first

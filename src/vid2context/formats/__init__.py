@@ -28,6 +28,7 @@ __all__ = [
     "get_formatter",
     "render",
     "render_many",
+    "render_view",
 ]
 
 FORMATTERS: dict[str, Formatter] = {
@@ -65,3 +66,16 @@ def render(context: VideoContext, format_id: str = "text", options: RenderOption
 def format_infos() -> list[FormatInfo]:
     """Every formatter as ``GET /formats`` and ``list_formats`` describe it, in map order."""
     return [format_info(formatter) for formatter in FORMATTERS.values()]
+
+
+def render_view(context: VideoContext, formatter: Formatter, options: RenderOptions, section_line: str = "") -> str:
+    """What a reader gets for one video: ``text`` carries the header (and a section's line) above
+    the body, so the agent always knows the source; other formats are the formatter's output.
+
+    The CLI, the REST API and the MCP tools all print through this, so they agree byte for byte.
+    """
+    body = formatter.render(context, options)
+    if formatter.id == "text":
+        parts = [context_header(context).rstrip("\n"), section_line, body]
+        body = "\n\n".join(part for part in parts if part)
+    return body if body.endswith("\n") else body + "\n"

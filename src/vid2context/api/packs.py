@@ -1,0 +1,348 @@
+"""Several videos at once: ``/pack`` (Markdown) and ``/bundle`` (a zip), by GET or POST.
+
+Inputs may be videos or lists (playlists, channels), which are expanded; a collection adds its
+saved and pending videos. At most ``MAX_VIDEOS`` videos per request (``too-large`` beyond), fetched
+``CONCURRENCY`` at a time so one request cannot flood the upstream.
+
+One video that cannot be read never fails the request: it is listed under "Not included" in the
+pack (and in the bundle's manifest). When no video at all could be read there is nothing to
+answer with, so the first failure is the answer, with its own code and status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Request, Response, get, post
+from litestar.datastructures import ResponseHeader
+from litestar.params import JSONBody, QueryParameter
+from litestar.response import Stream
+
+from .. import library
+from ..bundle import build_bundle
+from ..ctx import Ctx
+from ..errors import ErrorCode, VidError
+from ..formats import FORMATTERS, render_many
+from ..inputs import is_list
+from ..models import Base, Comment, Mode, VideoContext, VideoRef
+from ..pipeline import get_context, list_items, resolve
+from ..runtime import Runtime
+from .params import (
+    BODY_ERRORS,
+    LangQuery,
+    ModeQuery,
+    decode_body,
+    make_ctx,
+    parse_bool,
+    parse_formats,
+    parse_int,
+    parse_lang,
+    parse_mode,
+    runtime_of,
+)
+from ..pipeline import get_comments
+from .videos import DEFAULT_COMMENTS, text_response
+
+__all__ = [
+    "CONCURRENCY",
+    "MAX_VIDEOS",
+    "BundleRequest",
+    "PackRequest",
+    "bundle_get",
+    "bundle_post",
+    "gather_videos",
+    "pack_get",
+    "pack_post",
+]
+
+MAX_VIDEOS = 100
+CONCURRENCY = 4
+MAX_BUDGET = 10_000_000
+"""Largest ``maxTokens``: far above any model's window, low enough to stay a sane number."""
+_CHUNK = 64 * 1024
+_ZIP: dict[str, Any] = {
+    "media_type": "application/zip",
+    "response_description": "A zip: <root>/context.md, <root>/<video>/<video>.<ext> per format, <root>/manifest.json.",
+    "response_headers": [
+        ResponseHeader(
+            name="Content-Disposition",
+            description='attachment; filename="<root>.zip"',
+            documentation_only=True,
+            value="",  # documentation only: gives the header its string schema
+        )
+    ],
+}
+UrlsQuery = Annotated[
+    list[str] | None,
+    QueryParameter(description="Videos or lists (expanded), one url= each; at most 100 videos in all."),
+]
+MaxTokensQuery = Annotated[
+    str | None, QueryParameter(name="maxTokens", description="Token budget for the pack (1 or more).")
+]
+_PACK_MIME = FORMATTERS["pack"].mime_type
+_INPUTS_HINT = (
+    "Give inputs (video URLs or ids, playlists, channels) or a collectionId, e.g. "
+    '{"inputs": ["https://www.youtube.com/watch?v=jNQXAC9IVRw"]}.'
+)
+
+
+class PackRequest(Base, kw_only=True, forbid_unknown_fields=True):
+    """``POST /pack``: videos or lists in ``inputs``, and/or a collection."""
+
+    inputs: list[str] | None = None
+    collection_id: str | None = None
+    max_tokens: Annotated[int, msgspec.Meta(ge=1, le=MAX_BUDGET)] | None = None
+    mode: Mode | None = None
+    lang: str | None = None
+
+
+class BundleRequest(PackRequest, kw_only=True, forbid_unknown_fields=True):
+    """``POST /bundle``: a pack's inputs plus the formats to write per video, and comments."""
+
+    formats: list[str] | None = None
+    comments: bool = False
+
+
+def _too_many(count: str) -> VidError:
+    return VidError(
+        ErrorCode.TOO_LARGE,
+        f"This request names {count} videos; the limit is {MAX_VIDEOS}.",
+        hint=f"Split the inputs into requests of at most {MAX_VIDEOS} videos each.",
+    )
+
+
+async def _collection_inputs(runtime: Runtime, collection_id: str) -> list[str]:
+    """The collection's saved videos (in added order), then its pending inputs."""
+    view = await library.get_collection_view(runtime, collection_id)
+    return [video.id for video in view.videos] + list(view.pending)
+
+
+async def _expand(runtime: Runtime, inputs: list[str], ctx: Ctx) -> list[tuple[str, VideoRef | VidError]]:
+    """Inputs to distinct videos in input order, lists expanded, each with the label a failure
+    shows (the caller's own input for a video, the video's URL for a list's member); an input that
+    cannot be read or expanded stays in place as its error.
+    """
+    cap = runtime.settings.max_playlist_items
+    entries: list[tuple[str, VideoRef | VidError]] = []
+    seen: set[str] = set()
+    for text in inputs:
+        try:
+            ref = resolve(runtime, text)
+            found = [(text, ref)]
+            if is_list(ref):
+                wanted = max(1, min(MAX_VIDEOS - len(seen) + 1, cap))
+                found = [
+                    (video.url or video.id, video)
+                    for video in await list_items(runtime, ref, limit=wanted, ctx=ctx)
+                ]
+        except VidError as error:
+            entries.append((text, error))
+            continue
+        for label, video in found:
+            if video.id not in seen:
+                seen.add(video.id)
+                entries.append((label, video))
+        if len(seen) > MAX_VIDEOS:
+            raise _too_many(f"more than {MAX_VIDEOS}")
+    return entries
+
+
+async def gather_videos(
+    runtime: Runtime, inputs: list[str], *, mode: Mode, lang: str | None, ctx: Ctx
+) -> tuple[list[VideoContext], list[tuple[str, VidError]]]:
+    """Every video the inputs name, read ``CONCURRENCY`` at a time, in input order.
+
+    Returns the contexts and the ``(input, error)`` pairs that failed, both in input order; raises
+    the first failure when nothing could be read, and ``bad-request`` when there was nothing to read.
+    """
+    if not inputs:
+        raise VidError(ErrorCode.BAD_REQUEST, "No videos to read.", hint=_INPUTS_HINT)
+    if len(inputs) > MAX_VIDEOS:
+        raise _too_many(f"{len(inputs)}")
+    entries = await _expand(runtime, inputs, ctx)
+    limit = asyncio.Semaphore(CONCURRENCY)
+
+    async def read(entry: VideoRef | VidError) -> VideoContext | VidError:
+        if isinstance(entry, VidError):
+            return entry
+        async with limit:
+            try:
+                return await get_context(runtime, entry, mode=mode, lang=lang, ctx=ctx)
+            except VidError as error:
+                return error
+
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(read(entry)) for _, entry in entries]
+    contexts: list[VideoContext] = []
+    failed: list[tuple[str, VidError]] = []
+    for (label, _), task in zip(entries, tasks, strict=True):
+        result = task.result()
+        if isinstance(result, VidError):
+            failed.append((label, result))
+        else:
+            contexts.append(result)
+    if not contexts:
+        if failed:
+            raise failed[0][1]
+        raise VidError(ErrorCode.BAD_REQUEST, "The inputs name no videos.", hint=_INPUTS_HINT)
+    return contexts, failed
+
+
+def _budget(value: str | None) -> int | None:
+    return parse_int("maxTokens", value, low=1, high=MAX_BUDGET, default=None)
+
+
+def _query_inputs(url: list[str] | None) -> list[str]:
+    inputs = [text for text in url or [] if text.strip()]
+    if not inputs:
+        raise VidError(ErrorCode.BAD_REQUEST, "The url parameter is required.", hint=_INPUTS_HINT)
+    if len(inputs) > MAX_VIDEOS:
+        raise _too_many(f"{len(inputs)}")
+    return inputs
+
+
+async def _body_inputs(runtime: Runtime, data: PackRequest) -> list[str]:
+    inputs = list(data.inputs or [])
+    if len(inputs) > MAX_VIDEOS:
+        raise _too_many(f"{len(inputs)}")
+    if data.collection_id is not None:
+        inputs += await _collection_inputs(runtime, data.collection_id)
+    if not inputs:
+        raise VidError(ErrorCode.BAD_REQUEST, "No videos to read.", hint=_INPUTS_HINT)
+    return inputs
+
+
+async def _pack(
+    request: Request, inputs: list[str], mode: Mode, lang: str | None, budget: int | None
+) -> Response[str]:
+    runtime = runtime_of(request)
+    ctx = make_ctx(request, runtime)
+    contexts, failed = await gather_videos(runtime, inputs, mode=mode, lang=lang, ctx=ctx)
+    return text_response(render_many(contexts, max_tokens=budget, failed=failed), _PACK_MIME)
+
+
+@get("/api/v1/pack", media_type=_PACK_MIME)
+async def pack_get(
+    request: Request,
+    url: UrlsQuery = None,
+    max_tokens: MaxTokensQuery = None,
+    mode: ModeQuery = None,
+    lang: LangQuery = None,
+) -> Response[str]:
+    """The context pack (Markdown) for one or more ``url`` values; lists are expanded."""
+    budget, checked_mode, checked_lang = _budget(max_tokens), parse_mode(mode), parse_lang(lang)
+    return await _pack(request, _query_inputs(url), checked_mode, checked_lang, budget)
+
+
+@post("/api/v1/pack", status_code=200, media_type=_PACK_MIME, exception_handlers=BODY_ERRORS)
+async def pack_post(request: Request, data: JSONBody[PackRequest]) -> Response[str]:
+    """The context pack for ``inputs`` and/or ``collectionId``."""
+    data = await decode_body(request, PackRequest)  # strict: Litestar's decode was lenient
+    checked_mode, checked_lang = parse_mode(data.mode), parse_lang(data.lang)
+    inputs = await _body_inputs(runtime_of(request), data)
+    return await _pack(request, inputs, checked_mode, checked_lang, data.max_tokens)
+
+
+async def _chunks(data: bytes) -> AsyncIterator[bytes]:
+    for start in range(0, len(data), _CHUNK):
+        yield data[start : start + _CHUNK]
+
+
+async def _bundle(
+    request: Request,
+    inputs: list[str],
+    *,
+    formats: list[str],
+    comments: bool,
+    mode: Mode,
+    lang: str | None,
+    budget: int | None,
+) -> Stream:
+    runtime = runtime_of(request)
+    ctx = make_ctx(request, runtime)
+    contexts, failed = await gather_videos(runtime, inputs, mode=mode, lang=lang, ctx=ctx)
+    found: dict[str, list[Comment]] | None = None
+    missed: list[tuple[str, VidError]] = []
+    if comments:
+        found, missed = await _read_all_comments(runtime, contexts, ctx)
+    bundle = build_bundle(
+        contexts, formats=formats, max_tokens=budget, failed=failed, comments=found, comment_failures=missed
+    )
+    return Stream(
+        _chunks(bundle.data),
+        media_type="application/zip",
+        headers={"Content-Disposition": f'attachment; filename="{bundle.root}.zip"'},
+    )
+
+
+async def _read_all_comments(
+    runtime: Runtime, contexts: list[VideoContext], ctx: Ctx
+) -> tuple[dict[str, list[Comment]], list[tuple[str, VidError]]]:
+    limit = asyncio.Semaphore(CONCURRENCY)
+
+    async def read(context: VideoContext) -> list[Comment] | VidError:
+        async with limit:
+            try:
+                return await get_comments(runtime, context.id, limit=DEFAULT_COMMENTS, ctx=ctx)
+            except VidError as error:
+                return error
+
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(read(context)) for context in contexts]
+    found: dict[str, list[Comment]] = {}
+    missed: list[tuple[str, VidError]] = []
+    for context, task in zip(contexts, tasks, strict=True):
+        result = task.result()
+        if isinstance(result, VidError):
+            missed.append((context.id, result))
+        else:
+            found[context.id] = result
+    return found, missed
+
+
+@get("/api/v1/bundle", **_ZIP)
+async def bundle_get(
+    request: Request,
+    url: UrlsQuery = None,
+    formats: Annotated[
+        str | None, QueryParameter(description="Formatter ids, comma-separated, written per video.")
+    ] = None,
+    comments: Annotated[str | None, QueryParameter(description="1 to add each video's comments.")] = None,
+    max_tokens: MaxTokensQuery = None,
+    mode: ModeQuery = None,
+    lang: LangQuery = None,
+) -> Stream:
+    """A zip: ``context.md``, the chosen ``formats`` (comma-separated) per video, a manifest."""
+    chosen = [f.id for f in parse_formats(formats)]
+    with_comments = parse_bool("comments", comments)
+    budget, checked_mode, checked_lang = _budget(max_tokens), parse_mode(mode), parse_lang(lang)
+    return await _bundle(
+        request,
+        _query_inputs(url),
+        formats=chosen,
+        comments=with_comments,
+        mode=checked_mode,
+        lang=checked_lang,
+        budget=budget,
+    )
+
+
+@post("/api/v1/bundle", status_code=200, exception_handlers=BODY_ERRORS, **_ZIP)
+async def bundle_post(request: Request, data: JSONBody[BundleRequest]) -> Stream:
+    """The bundle for ``inputs`` and/or ``collectionId``, with ``formats`` as a list."""
+    data = await decode_body(request, BundleRequest)  # strict: Litestar's decode was lenient
+    chosen = [f.id for f in parse_formats(data.formats)]
+    checked_mode, checked_lang = parse_mode(data.mode), parse_lang(data.lang)
+    inputs = await _body_inputs(runtime_of(request), data)
+    return await _bundle(
+        request,
+        inputs,
+        formats=chosen,
+        comments=data.comments,
+        mode=checked_mode,
+        lang=checked_lang,
+        budget=data.max_tokens,
+    )

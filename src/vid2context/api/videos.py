@@ -1,0 +1,200 @@
+"""One video: ``/context``, ``/transcript``, ``/metadata``, ``/items`` and ``/comments``.
+
+Each handler checks every query value before any upstream request, then calls the same core
+functions the CLI and the MCP tools call. ``/context`` carries an ``ETag`` (SHA-256 of the body)
+and answers a matching ``If-None-Match`` with ``304``.
+
+The transcript in ``text`` format starts with ``context_header()``, exactly as ``vid2context get``
+prints it, so an agent always knows what it is reading; every other format is the formatter's own
+output (Markdown, the pack and JSON carry their own header, subtitles must stay parseable).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated
+
+import msgspec
+from litestar import Request, Response, get
+from litestar.datastructures import ResponseHeader
+from litestar.openapi import ResponseSpec
+from litestar.params import QueryParameter
+
+from ..ctx import Ctx
+from ..errors import ErrorCode, VidError
+from ..formats import FORMATTERS, Formatter, RenderOptions, context_header, render_view
+from ..inputs import is_list
+from ..models import Attempt, Base, Comment, VideoContext, VideoMetadata, VideoRef
+from ..pipeline import get_comments, get_context, get_metadata, list_items, resolve, run_rung
+from ..runtime import Runtime
+from .params import (
+    FormatQuery,
+    LangQuery,
+    LimitQuery,
+    ModeQuery,
+    RefreshQuery,
+    TimestampsQuery,
+    UrlQuery,
+    make_ctx,
+    parse_bool,
+    parse_format,
+    parse_int,
+    parse_lang,
+    parse_mode,
+    require_url,
+    runtime_of,
+)
+
+__all__ = [
+    "MAX_COMMENTS",
+    "TEXT_MIME",
+    "CommentsResponse",
+    "ItemsResponse",
+    "comments",
+    "context",
+    "etag_of",
+    "items",
+    "metadata",
+    "text_response",
+    "transcript",
+]
+
+MAX_COMMENTS = 1000
+DEFAULT_COMMENTS = 100
+_JSON = "application/json"
+TEXT_MIME = FORMATTERS["text"].mime_type
+_ENCODER = msgspec.json.Encoder()
+_SKIP_OFF = frozenset({"", "0", "false", "no"})
+
+
+class ItemsResponse(Base, kw_only=True):
+    items: list[VideoRef]
+
+
+class CommentsResponse(Base, kw_only=True):
+    comments: list[Comment]
+
+
+def etag_of(body: bytes) -> str:
+    """The contract's ETag: the SHA-256 of the body, quoted."""
+    return f'"{hashlib.sha256(body).hexdigest()}"'
+
+
+def _matches(if_none_match: str | None, etag: str) -> bool:
+    """Whether ``If-None-Match`` names ``etag`` (weak comparison, as RFC 9110 asks for GET)."""
+    if not if_none_match:
+        return False
+    tags = [tag.strip() for tag in if_none_match.split(",")]
+    return any(tag == "*" or tag.removeprefix("W/") == etag for tag in tags)
+
+
+def text_response(text: str, mime_type: str) -> Response[str]:
+    """``text`` with ``mime_type`` as given: Litestar would append a second charset to ``text/*``."""
+    return Response(text, media_type=mime_type, headers={"Content-Type": mime_type})
+
+
+
+
+@get(
+    "/api/v1/context",
+    response_headers=[
+        ResponseHeader(
+            name="ETag",
+            description="SHA-256 of the body, quoted.",
+            documentation_only=True,
+            value="",  # documentation only: gives the header its string schema
+        )
+    ],
+    responses={304: ResponseSpec(None, description="If-None-Match names the current ETag: no body.")},
+)
+async def context(
+    request: Request,
+    url: UrlQuery = None,
+    mode: ModeQuery = None,
+    lang: LangQuery = None,
+    refresh: RefreshQuery = None,
+) -> Response[VideoContext]:
+    """The full ``VideoContext``: metadata, timed transcript and attempts."""
+    source = require_url(url)
+    checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
+    again = parse_bool("refresh", refresh)
+    runtime = runtime_of(request)
+    found = await get_context(
+        runtime, source, mode=checked_mode, lang=checked_lang, refresh=again, ctx=make_ctx(request, runtime)
+    )
+    body = _ENCODER.encode(found)
+    etag = etag_of(body)
+    if _matches(request.headers.get("if-none-match"), etag):
+        return Response(b"", status_code=304, headers={"ETag": etag})
+    # Already-encoded VideoContext JSON: the ETag is the hash of these exact bytes.
+    return Response(body, media_type=_JSON, headers={"ETag": etag})  # type: ignore[arg-type]
+
+
+@get(
+    "/api/v1/transcript",
+    media_type=TEXT_MIME,
+    response_description="The transcript rendered by the chosen formatter; Content-Type is its mimeType.",
+)
+async def transcript(
+    request: Request,
+    url: UrlQuery = None,
+    format: FormatQuery = None,
+    timestamps: TimestampsQuery = None,
+    mode: ModeQuery = None,
+    lang: LangQuery = None,
+    skip: Annotated[
+        str | None, QueryParameter(description="SponsorBlock categories; not available yet.")
+    ] = None,
+    translate: Annotated[str | None, QueryParameter(description="1 to translate; not available yet.")] = None,
+) -> Response[str]:
+    """The transcript rendered by the chosen formatter, with its MIME type as ``Content-Type``."""
+    source = require_url(url)
+    formatter = parse_format(format)
+    options = RenderOptions(timestamps=parse_bool("timestamps", timestamps))
+    checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
+    if skip is not None and skip.strip().lower() not in _SKIP_OFF:
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            "SponsorBlock skipping (skip=) is not available yet.",
+            hint="Leave skip out to get the whole transcript.",
+        )
+    if parse_bool("translate", translate):
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            "translate=1 needs the translation layer, which is not installed.",
+            hint="Pass lang=xx (for example lang=de) for a track the platform already has, without translate.",
+        )
+    runtime = runtime_of(request)
+    found = await get_context(
+        runtime, source, mode=checked_mode, lang=checked_lang, ctx=make_ctx(request, runtime)
+    )
+    return text_response(render_view(found, formatter, options), formatter.mime_type)
+
+
+@get("/api/v1/metadata")
+async def metadata(request: Request, url: UrlQuery = None) -> VideoMetadata:
+    """The source's metadata only: no captions or audio are fetched."""
+    source = require_url(url)
+    runtime = runtime_of(request)
+    return await get_metadata(runtime, source, ctx=make_ctx(request, runtime))
+
+
+@get("/api/v1/items")
+async def items(request: Request, url: UrlQuery = None, limit: LimitQuery = None) -> ItemsResponse:
+    """A playlist, channel or feed expanded to videos; a single video returns itself."""
+    source = require_url(url)
+    runtime = runtime_of(request)
+    cap = runtime.settings.max_playlist_items
+    count = parse_int("limit", limit, low=1, high=cap, default=cap)
+    refs = await list_items(runtime, source, limit=count, ctx=make_ctx(request, runtime))
+    return ItemsResponse(items=refs)
+
+
+@get("/api/v1/comments")
+async def comments(request: Request, url: UrlQuery = None, limit: LimitQuery = None) -> CommentsResponse:
+    """Top-level comments; ``no-provider`` (503) when no source here can read them."""
+    source = require_url(url)
+    count = parse_int("limit", limit, low=1, high=MAX_COMMENTS, default=DEFAULT_COMMENTS)
+    runtime = runtime_of(request)
+    found = await get_comments(runtime, source, limit=count, ctx=make_ctx(request, runtime))
+    return CommentsResponse(comments=found)
