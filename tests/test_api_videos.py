@@ -922,8 +922,14 @@ async def test_models_lists_the_rungs_and_the_default_policy(make_app: MakeApp) 
     client = (await make_app()).client
     response = await client.get(f"{API}/models")
     assert response.status_code == 200
-    assert response.json() == {"models": [], "defaultPolicy": "free"}  # no model rungs exist yet
-    for kind in ("llm", "stt", "embed", "video", "visual", "STT"):
+    body = response.json()
+    assert body["defaultPolicy"] == "free"
+    # Only speech-to-text rungs exist so far: listed with what they need, off without their keys.
+    assert {m["kind"] for m in body["models"]} == {"stt"}
+    assert all(m["enabled"] is False and m["requires"] for m in body["models"])
+    for kind in ("stt", "STT"):
+        assert (await client.get(f"{API}/models", params={"kind": kind})).json()["models"] == body["models"]
+    for kind in ("llm", "embed", "video", "visual"):
         assert (await client.get(f"{API}/models", params={"kind": kind})).json()["models"] == []
     quality = (await make_app(VID2CONTEXT_POLICY="quality")).client
     assert (await quality.get(f"{API}/models")).json()["defaultPolicy"] == "quality"

@@ -23,6 +23,7 @@ LOCAL_ONLY = {
     "providers/localfile",
     "providers/transcript_api",
     "providers/whisper_local",
+    "providers/audio_local",
     "storage/sqlite",
     "exports/obsidian",
 }

@@ -50,6 +50,6 @@ def test_every_setting_has_a_field_and_a_help() -> None:
 
 def test_every_setting_is_in_the_readme() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    documented = set(re.findall(r"`(VID2CONTEXT_[A-Z_]+)`", readme))
+    documented = set(re.findall(r"`([A-Z][A-Z0-9]*_[A-Z0-9_]+)`", readme))  # GROQ_API_KEY too
     for setting in SETTINGS:
         assert setting.env in documented, f"{setting.env} is missing from README.md"

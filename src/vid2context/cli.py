@@ -58,6 +58,10 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("formats", help="list the output formats")
     commands.add_parser("settings", help="list the environment variables vid2context reads")
+    commands.add_parser(
+        "mcp", help="run the MCP server over stdio (Claude Desktop, Claude Code, Cursor, VS Code)",
+        description="Serve MCP over stdio with the local runtime: stdout is the protocol, logs go to stderr.",
+    )
 
     serve = commands.add_parser("serve", help="run the HTTP API locally")
     serve.add_argument("--host", default=None, help=(
@@ -82,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _settings(sys.stdout)
         if args.command == "serve":
             return _serve(args)
+        if args.command == "mcp":
+            return _mcp()
     except VidError as error:
         _print_error(error, sys.stderr)
         return 1
@@ -161,6 +167,19 @@ def _settings(out: TextIO) -> int:
     for setting in SETTINGS:
         default = "" if setting.default is None else f" (default {setting.default})"
         print(f"{setting.env}{default}\n    {setting.help}", file=out)
+    return 0
+
+
+def _mcp() -> int:
+    """Serve MCP over stdio until the client closes stdin; nothing but the protocol on stdout."""
+    import logging
+
+    from .mcp.stdio import serve_stdio  # imported late: the SDK is only needed here
+
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="vid2context mcp: %(levelname)s %(message)s"
+    )
+    asyncio.run(serve_stdio(build_local_runtime()))
     return 0
 
 

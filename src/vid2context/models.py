@@ -70,7 +70,8 @@ stream inside it."""
 Timing = Literal["word", "caption", "segment-approx"]
 """How precise the timestamps are: per word, per caption cue, or approximate segment bounds."""
 
-Stage = Literal["input", "cache", "metadata", "captions", "stt", "items", "comments", "save"]
+Stage = Literal["input", "cache", "metadata", "captions", "audio", "stt", "items", "comments", "save"]
+"""``audio`` is fetching the sound for speech-to-text; ``stt`` one speech-to-text rung."""
 
 AttemptOutcome = Literal["ok", "error", "skipped"]
 

@@ -9,7 +9,10 @@ The transcript ladder, cheapest and most faithful first::
 
     cache ─▶ captions (each source provider that accepts the input) ─▶ speech-to-text rungs
 
-``mode=captions`` stops after captions, ``mode=stt`` skips them.
+``mode=captions`` stops after captions, ``mode=stt`` skips them. Speech-to-text takes the audio
+from the first source that can give it (``AudioSource``; attempt stage ``audio``) and walks
+``runtime.stt`` in order (``transcribe``): disabled rungs are recorded as skipped with the
+variable they miss, a failing rung hands over to the next.
 """
 
 from __future__ import annotations
@@ -20,11 +23,11 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TypeVar
 
+from .chunking import transcribe_audio
 from .ctx import Ctx
 from .errors import ErrorCode, VidError
 from .inputs import is_list, parse_input
 from .models import Attempt, Comment, Mode, Stage, Transcript, VideoContext, VideoMetadata, VideoRef
-from .chunking import transcribe_audio
 from .providers.base import AudioSource, SourceProvider
 from .providers.speech import AudioInput, SpeechToText
 from .runtime import Runtime
@@ -270,7 +273,7 @@ async def _transcript(
 # --- speech-to-text ----------------------------------------------------------------------------------
 
 # The audio itself is the problem, or the call is over: no other rung would do better.
-_LADDER_STOPS = {ErrorCode.BAD_REQUEST, ErrorCode.CANCELED, ErrorCode.TIMEOUT}
+_LADDER_STOPS = {ErrorCode.BAD_REQUEST, ErrorCode.CANCELED}
 
 
 def _skipped(rung: SpeechToText) -> Attempt:
@@ -321,7 +324,7 @@ async def transcribe(
             )
         except VidError as error:
             errors.append(error)
-            if error.code in _LADDER_STOPS:
+            if error.code in _LADDER_STOPS or ctx.remaining == 0:
                 break
     raise _combine(errors, attempts)
 

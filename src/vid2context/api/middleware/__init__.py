@@ -1,0 +1,93 @@
+"""The ASGI layers every request passes through before Litestar routes it.
+
+``build_middleware(runtime)`` gives them outermost first::
+
+    RequestId    X-Request-Id on every response; last-resort ``internal`` answer
+    AccessLog    one JSON line per request on stderr        (VID2CONTEXT_ACCESS_LOG)
+    RobotsTag    X-Robots-Tag: noindex on /api/*
+    Cors         allowlist, preflights before auth          (VID2CONTEXT_CORS_ORIGINS)
+    Auth         API keys and scopes                        (VID2CONTEXT_API_KEYS)
+    RateLimit    token bucket per key or client address     (VID2CONTEXT_RATE_LIMIT)
+    Limits       body size and request timeout              (VID2CONTEXT_MAX_BODY_KB, ..._TIMEOUT_MS)
+
+A layer whose setting turns it off is left out rather than made to check on every request.
+``create_app`` wraps Litestar's own handler (router plus exception handlers) with them, so they
+see every request, unknown routes and mounted apps included, and ``wrap`` does the same for any
+ASGI app. Each is a plain ASGI callable (no ``BaseHTTPMiddleware``): no request object is built
+and nothing is buffered. Errors they answer go through ``api/errors.py``, the one error shape.
+
+Handlers get their per-request ``Ctx`` from ``request_ctx(request)``: the timeout's deadline, the
+request id, and an abort when the timeout answers ``504``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TextIO
+
+from litestar.types import ASGIApp
+
+from ...runtime import Runtime
+from .access_log import AccessLog
+from .auth import Auth, parse_api_keys
+from .cors import Cors, parse_origins
+from .headers import RobotsTag
+from .limits import Limits, request_ctx, watch_ctx
+from .ratelimit import RateLimit
+from .request_id import RequestId
+
+__all__ = ["Middleware", "build_middleware", "parse_api_keys", "request_ctx", "watch_ctx", "wrap"]
+
+Middleware = Callable[[ASGIApp], ASGIApp]
+
+
+def build_middleware(
+    runtime: Runtime,
+    *,
+    clock: Callable[[], float] = time.time,
+    log_stream: TextIO | None = None,
+) -> list[Middleware]:
+    """The layers for ``runtime``'s settings, outermost first.
+
+    Raises ``bad-request`` for a malformed ``VID2CONTEXT_API_KEYS`` entry, so a bad key list
+    stops app creation. ``clock`` (wall seconds) drives the rate limiter's buckets; ``log_stream``
+    replaces stderr for access-log lines.
+    """
+    settings = runtime.settings
+    keys = parse_api_keys(settings.api_keys)
+    worker = runtime.name == "worker"
+    layers: list[Middleware] = [RequestId]
+    if settings.access_log:
+        layers.append(partial(AccessLog, worker=worker, trust_proxy=settings.trust_proxy, stream=log_stream))
+    layers.append(RobotsTag)
+    if settings.cors_origins:
+        layers.append(partial(Cors, origins=parse_origins(settings.cors_origins)))
+    if keys:
+        layers.append(partial(Auth, keys=keys))
+    if settings.rate_limit > 0:
+        layers.append(
+            partial(
+                RateLimit,
+                kv=runtime.kv,
+                rate=settings.rate_limit,
+                burst=settings.rate_burst,
+                worker=worker,
+                trust_proxy=settings.trust_proxy,
+                clock=clock,
+            )
+        )
+    layers.append(
+        partial(
+            Limits, max_body_bytes=settings.max_body_kb * 1024, timeout_s=settings.request_timeout_ms / 1000
+        )
+    )
+    return layers
+
+
+def wrap(app: ASGIApp, middleware: Sequence[Middleware]) -> ASGIApp:
+    """``app`` inside ``middleware`` (outermost first)."""
+    for layer in reversed(middleware):
+        app = layer(app)
+    return app

@@ -1,0 +1,166 @@
+"""API keys for ``/api/*`` (``VID2CONTEXT_API_KEYS``); the layer is absent when no key is set.
+
+Each comma-separated entry is a plain key (full access, named ``key-1``, ``key-2``... in order
+among the plain keys) or ``name:scope:sha256hex``, where the hex is the SHA-256 of the key, so a
+config file need not hold the key itself. Scopes, from the contract:
+
+- ``read``: ``GET``/``HEAD``/``OPTIONS``, and the POST routes that only compute an answer
+  (``READ_POSTS``: ``/pack``, ``/bundle``, ``/ask``, ``/chat``, ``/research``, ``/duplicates``,
+  ``/exports/obsidian``);
+- ``write``: also every other ``POST``, ``PUT``, ``PATCH`` and ``DELETE``;
+- ``admin``: everything.
+
+The presented key is hashed once and compared with ``hmac.compare_digest`` against *every*
+configured digest, without stopping at a match, so timing says nothing about which key or how
+much of it matched. ``/api/v1/health`` and ``/api/v1/openapi.json`` stay open. A missing or wrong
+key is ``401 unauthorized`` with ``WWW-Authenticate: Bearer``; a key without the scope is
+``403 forbidden``. The matched key's name goes to ``scope["state"]["key_name"]`` for the rate
+limiter and the access log; the key itself is never stored or logged. A malformed entry stops
+app creation with a message naming its position, never its text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from typing import NamedTuple
+
+from litestar.types import ASGIApp, Receive, Scope, Send
+
+from ...errors import ErrorCode, VidError
+from ..errors import send_error
+from ._asgi import OPEN_PATHS, canonical_path, header, is_api, state_of
+
+__all__ = ["READ_POSTS", "SCOPES", "ApiKey", "Auth", "parse_api_keys", "required_scope"]
+
+SCOPES = ("read", "write", "admin")
+_RANK = {scope: rank for rank, scope in enumerate(SCOPES)}
+READ_POSTS = frozenset(
+    "/api/v1/" + route
+    for route in ("pack", "bundle", "ask", "chat", "research", "duplicates", "exports/obsidian")
+)
+"""POST routes that compute an answer without changing anything: a ``read`` key may call them."""
+
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_HASHED = re.compile(r"([A-Za-z0-9._-]{1,64}):(read|write|admin):([0-9A-Fa-f]{64})")
+_PLAIN = re.compile(r"[\x21-\x2b\x2d-\x39\x3b-\x7e]+")  # visible ASCII without ',' and ':'
+_BEARER = re.compile(rb"[Bb][Ee][Aa][Rr][Ee][Rr] +([\x21-\x7e]+) *")
+
+
+class ApiKey(NamedTuple):
+    name: str
+    scope: str
+    digest: bytes
+    """SHA-256 of the key; the key itself is not kept."""
+
+
+def _malformed(position: int, total: int, why: str) -> VidError:
+    return VidError(
+        ErrorCode.BAD_REQUEST,
+        f"VID2CONTEXT_API_KEYS entry {position} of {total} is not valid: {why}.",
+        hint="Each comma-separated entry is a plain key (visible ASCII, no ':' or spaces) or "
+        "name:scope:sha256hex with scope read, write or admin and the SHA-256 of the key in hex.",
+    )
+
+
+def parse_api_keys(raw: str | None) -> tuple[ApiKey, ...]:
+    """The configured keys; empty when unset. Raises ``bad-request`` naming a bad entry's position."""
+    if raw is None:
+        return ()
+    entries = raw.split(",")
+    keys: list[ApiKey] = []
+    plain = 0
+    for position, entry in enumerate(entries, 1):
+        entry = entry.strip()
+        if not entry:
+            continue  # a trailing comma is harmless
+        if ":" in entry:
+            match = _HASHED.fullmatch(entry)
+            if match is None:
+                raise _malformed(position, len(entries), "expected name:scope:sha256hex")
+            name, scope, hexdigest = match.groups()
+            key = ApiKey(name, scope, bytes.fromhex(hexdigest))
+        else:
+            if not _PLAIN.fullmatch(entry):
+                raise _malformed(position, len(entries), "a plain key is visible ASCII without spaces")
+            plain += 1
+            key = ApiKey(f"key-{plain}", "admin", hashlib.sha256(entry.encode("ascii")).digest())
+        if any(k.name == key.name for k in keys):
+            raise _malformed(position, len(entries), "its name is used by an earlier entry")
+        keys.append(key)
+    if not keys:
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            "VID2CONTEXT_API_KEYS is set but lists no key.",
+            hint="Unset it to run open on 127.0.0.1, or list at least one key.",
+        )
+    return tuple(keys)
+
+
+def required_scope(method: str, path: str) -> str:
+    """The least scope that may call ``method path`` (``path`` canonical)."""
+    if method in _READ_METHODS or (method == "POST" and path in READ_POSTS):
+        return "read"
+    if method in _WRITE_METHODS:
+        return "write"
+    return "admin"
+
+
+class Auth:
+    def __init__(self, app: ASGIApp, *, keys: tuple[ApiKey, ...]) -> None:
+        if not keys:
+            raise ValueError("Auth needs at least one key")
+        self.app = app
+        self.keys = keys
+
+    def identify(self, authorization: bytes | None) -> ApiKey | None:
+        """The configured key a ``Bearer`` header presents, compared in constant time."""
+        match = _BEARER.fullmatch(authorization) if authorization else None
+        # A missing header still costs one hash and a full pass, like a wrong key.
+        digest = hashlib.sha256(match.group(1) if match else b"").digest()
+        found: ApiKey | None = None
+        for key in self.keys:
+            if hmac.compare_digest(digest, key.digest) and found is None and match is not None:
+                found = key
+        return found
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        path = canonical_path(scope["path"])
+        if not is_api(path) or path in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        authorization = header(scope, b"authorization")
+        key = self.identify(authorization)
+        method = scope.get("method", "GET") if scope["type"] == "http" else "GET"
+        if key is None:
+            error = VidError(
+                ErrorCode.UNAUTHORIZED,
+                "An API key is required." if authorization is None else "The API key is not valid.",
+                hint="Send Authorization: Bearer <key> with a key from VID2CONTEXT_API_KEYS.",
+            )
+            await self._refuse(scope, send, error)
+            return
+        needed = required_scope(method, path)
+        if _RANK[key.scope] < _RANK[needed]:
+            error = VidError(
+                ErrorCode.FORBIDDEN,
+                f"Key {key.name} has scope {key.scope}; {method} {path[:100]} needs {needed}.",
+                hint=f"Use a key with scope {needed} or admin.",
+            )
+            await self._refuse(scope, send, error)
+            return
+        state_of(scope)["key_name"] = key.name
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    async def _refuse(scope: Scope, send: Send, error: VidError) -> None:
+        if scope["type"] == "websocket":
+            # Closing before accepting makes the server answer the handshake with 403.
+            await send({"type": "websocket.close", "code": 1008, "reason": ""})
+            return
+        await send_error(send, error, head=scope.get("method") == "HEAD")

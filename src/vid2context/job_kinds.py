@@ -1,0 +1,355 @@
+"""The built-in job kinds: ``context``, ``items``, ``bundle``, ``ingest`` and ``refresh``.
+
+Each kind checks its input and options before anything is queued (a bad request never becomes a
+failed job), then runs on the same core functions the REST routes and MCP tools call::
+
+    context  input: one video URL or id             options: mode, lang, refresh
+             result: the VideoContext
+    items    input: a playlist, channel or feed     options: limit (1 to VID2CONTEXT_MAX_PLAYLIST_ITEMS,
+                                                             the default), concurrency (1 to 16, default 4)
+             reads every video, one item event each; result {items: VideoSummary[], failed: FailedInput[]}
+    bundle   input: a URL, or an array of 1 to 100   options: formats, maxTokens, mode, lang
+             lists are expanded; more than 100 videos is too-large. The zip is kept in the blob
+             store; result {blobKey, filename, bytes} (read it with runtime.blobs.get_blob(blobKey))
+    ingest   input: {collectionId, inputs: string[]} options: limit, concurrency
+             library.add_to_collection; result {collection, summary}
+    refresh  input: a collection id                  options: limit, concurrency
+             library.refresh_collection; result {collection, summary}
+
+One video that cannot be read never fails a job: it is an ``item`` event with ``outcome: error``
+and a ``failed`` entry. Option names are the wire's (camelCase); unknown ones are refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from . import library, pipeline
+from .bundle import build_bundle
+from .collections_io import MAX_CONCURRENCY, MAX_VIDEOS, check_run, is_int_in
+from .errors import ErrorCode, VidError
+from .formats import get_formatter
+from .inputs import is_list
+from .jobs import JobError, JobKind, JobRun
+from .models import Base, Collection, FailedInput, RefreshSummary, VideoContext, VideoRef, VideoSummary
+from .storage.base import summarize
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+__all__ = ["BUILTIN_KINDS", "MAX_BUNDLE_VIDEOS", "BundleResult", "CollectionResult", "ItemsResult"]
+
+log = logging.getLogger("vid2context.jobs")
+
+MAX_BUNDLE_VIDEOS = 100
+_LANG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*")
+_MAX_BUDGET = 10_000_000
+
+
+def _bad(message: str, hint: str) -> VidError:
+    return VidError(ErrorCode.BAD_REQUEST, message, hint=hint)
+
+
+def _error_of(error: VidError) -> JobError:
+    return JobError(code=error.code.value, message=error.message, hint=error.hint)
+
+
+# --- checks shared by the kinds -----------------------------------------------------------------
+
+
+def _only(options: dict[str, Any], allowed: tuple[str, ...], kind: str) -> None:
+    unknown = [str(name)[:40] for name in options if name not in allowed]
+    if unknown:
+        known = ", ".join(allowed) if allowed else "none"
+        raise _bad(f"Unknown option {unknown[0]!r} for a {kind} job.", f"The options of {kind} are: {known}.")
+
+
+def _text_input(value: Any, kind: str, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _bad(f"A {kind} job's input is {what}.", f"Give input as a string: {what}.")
+    return value.strip()
+
+
+def _read_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``mode``, ``lang`` and ``refresh``, as the pipeline takes them."""
+    out: dict[str, Any] = {}
+    mode = options.get("mode")
+    if mode is not None:
+        if mode not in pipeline.MODES:
+            raise _bad(f"Unknown mode {str(mode)[:20]!r}.", "Use one of: " + ", ".join(pipeline.MODES) + ".")
+        out["mode"] = mode
+    lang = options.get("lang")
+    if lang is not None:
+        if not isinstance(lang, str) or len(lang) > 35 or not _LANG.fullmatch(lang.replace("_", "-")):
+            raise _bad("lang is not a language tag.", "Give a BCP-47 tag: en, de, pt-BR.")
+        out["lang"] = lang.replace("_", "-")
+    refresh = options.get("refresh")
+    if refresh is not None:
+        if not isinstance(refresh, bool):
+            raise _bad("refresh must be true or false.", "Give refresh as a JSON boolean.")
+        out["refresh"] = refresh
+    return out
+
+
+def _concurrency(options: dict[str, Any]) -> int:
+    value = options.get("concurrency", 4)
+    if not is_int_in(value, 1, MAX_CONCURRENCY):
+        raise _bad(f"concurrency must be 1 to {MAX_CONCURRENCY}.", "Leave it out for 4.")
+    return value
+
+
+def _failed(text: str, error: VidError) -> FailedInput:
+    return FailedInput(input=text[:200], code=error.code.value, message=error.message, hint=error.hint)
+
+
+def _item_error(error: VidError) -> dict[str, Any]:
+    return msgspec.to_builtins(_error_of(error))
+
+
+async def _read_each(
+    run: JobRun,
+    refs: list[tuple[str, VideoRef]],
+    *,
+    concurrency: int,
+    mode: str = "auto",
+    lang: str | None = None,
+    refresh: bool = False,
+) -> list[VideoContext | tuple[str, VidError]]:
+    """Every video, ``concurrency`` at a time, in input order; one ``item`` and one ``progress``
+    event per video as it finishes."""
+    semaphore = asyncio.Semaphore(concurrency)
+    total, done = len(refs), 0
+    await run.progress(0, total, f"{total} videos to read")
+
+    async def one(label: str, ref: VideoRef) -> VideoContext | tuple[str, VidError]:
+        nonlocal done
+        try:
+            async with semaphore:
+                context = await pipeline.get_context(
+                    run.runtime, ref, mode=mode, lang=lang, refresh=refresh, ctx=run.ctx
+                )
+            outcome: VideoContext | tuple[str, VidError] = context
+            event: dict[str, Any] = {"id": context.id, "outcome": "ok", "title": context.metadata.title}
+        except VidError as error:
+            if error.code is ErrorCode.CANCELED:
+                raise
+            outcome = (label, error)
+            event = {"id": ref.id, "outcome": "error", "error": _item_error(error)}
+        except Exception:  # a bug: logged, reported as internal, and the others go on
+            log.exception("reading %s for job %s failed", ref.id, run.id)
+            outcome = (label, VidError.internal())
+            event = {"id": ref.id, "outcome": "error", "error": _item_error(VidError.internal())}
+        done += 1
+        await run.item(event)
+        await run.progress(done, total, f"{done} of {total} videos read")
+        return outcome
+
+    return list(await asyncio.gather(*(one(label, ref) for label, ref in refs)))
+
+
+# --- the built-in kinds ---------------------------------------------------------------------------
+
+
+async def _check_context(runtime: Runtime, value: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    text = _text_input(value, "context", "one video URL or id")
+    _only(options, ("mode", "lang", "refresh"), "context")
+    ref = pipeline.resolve(runtime, text)
+    if is_list(ref):
+        raise _bad(f"{text[:80]} is a {ref.kind}, not a video.", "Use a job of kind items for lists.")
+    return text, _read_options(options)
+
+
+async def _run_context(run: JobRun) -> VideoContext:
+    await run.progress(0, 1, "reading the video")
+    context = await pipeline.get_context(run.runtime, run.input, ctx=run.ctx, **run.options)
+    await run.item({"id": context.id, "outcome": "ok", "title": context.metadata.title})
+    await run.progress(1, 1, "1 of 1 videos read")
+    return context
+
+
+async def _check_items(runtime: Runtime, value: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    text = _text_input(value, "items", "a playlist, channel or feed URL")
+    _only(options, ("limit", "concurrency"), "items")
+    pipeline.resolve(runtime, text)
+    cap = runtime.settings.max_playlist_items
+    limit = options.get("limit", cap)
+    if not is_int_in(limit, 1, cap):
+        raise _bad(f"limit must be 1 to {cap}.", f"Give a whole number from 1 to {cap}, or leave it out.")
+    return text, {"limit": limit, "concurrency": _concurrency(options)}
+
+
+class ItemsResult(Base):
+    items: list[VideoSummary]
+    failed: list[FailedInput]
+
+
+async def _run_items(run: JobRun) -> ItemsResult:
+    refs = await pipeline.list_items(run.runtime, run.input, limit=run.options["limit"], ctx=run.ctx)
+    outcomes = await _read_each(
+        run, [(ref.url or ref.id, ref) for ref in refs], concurrency=run.options["concurrency"]
+    )
+    return ItemsResult(
+        items=[summarize(o) for o in outcomes if isinstance(o, VideoContext)],
+        failed=[_failed(*o) for o in outcomes if not isinstance(o, VideoContext)],
+    )
+
+
+async def _check_bundle(runtime: Runtime, value: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    inputs = [value] if isinstance(value, str) else value
+    if (
+        not isinstance(inputs, list)
+        or not inputs
+        or not all(isinstance(i, str) and i.strip() for i in inputs)
+    ):
+        raise _bad(
+            "A bundle job's input is a URL or an array of URLs.", 'Give "input": ["https://youtu.be/..."].'
+        )
+    if len(inputs) > MAX_BUNDLE_VIDEOS:
+        raise VidError(
+            ErrorCode.TOO_LARGE,
+            f"{len(inputs)} inputs given; a bundle holds at most {MAX_BUNDLE_VIDEOS} videos.",
+            hint=f"Split them into bundles of at most {MAX_BUNDLE_VIDEOS}.",
+        )
+    for text in inputs:
+        pipeline.resolve(runtime, text)
+    _only(options, ("formats", "maxTokens", "mode", "lang"), "bundle")
+    checked = _read_options({k: v for k, v in options.items() if k in ("mode", "lang")})
+    formats = options.get("formats", [])
+    if not isinstance(formats, list) or len(formats) > 16 or not all(isinstance(f, str) for f in formats):
+        raise _bad("formats must be an array of formatter ids.", "GET /api/v1/formats lists them.")
+    checked["formats"] = list(dict.fromkeys(get_formatter(f).id for f in formats))
+    budget = options.get("maxTokens")
+    if budget is not None and not is_int_in(budget, 1, _MAX_BUDGET):
+        raise _bad(f"maxTokens must be 1 to {_MAX_BUDGET}.", "Leave it out for no budget.")
+    checked["max_tokens"] = budget
+    return [text.strip() for text in inputs], checked
+
+
+class BundleResult(Base):
+    blob_key: str
+    """Where the zip is in the runtime's blob store."""
+    filename: str
+    bytes: int
+
+
+async def _run_bundle(run: JobRun) -> BundleResult:
+    runtime, options = run.runtime, run.options
+    refs: list[tuple[str, VideoRef]] = []
+    failed: list[tuple[str, VidError]] = []
+    seen: set[str] = set()
+    for text in run.input:
+        try:
+            ref = pipeline.resolve(runtime, text)
+            found = [(text, ref)]
+            if is_list(ref):
+                wanted = max(1, min(MAX_BUNDLE_VIDEOS - len(seen) + 1, runtime.settings.max_playlist_items))
+                listed = await pipeline.list_items(runtime, ref, limit=wanted, ctx=run.ctx)
+                found = [(video.url or video.id, video) for video in listed]
+        except VidError as error:
+            if error.code is ErrorCode.CANCELED:
+                raise
+            failed.append((text, error))
+            await run.item({"id": text[:200], "outcome": "error", "error": _item_error(error)})
+            continue
+        for label, video in found:
+            if video.id not in seen:
+                seen.add(video.id)
+                refs.append((label, video))
+        if len(seen) > MAX_BUNDLE_VIDEOS:
+            raise VidError(
+                ErrorCode.TOO_LARGE,
+                f"The inputs name more than {MAX_BUNDLE_VIDEOS} videos.",
+                hint=f"Split them into bundles of at most {MAX_BUNDLE_VIDEOS} videos.",
+            )
+    outcomes = await _read_each(
+        run, refs, concurrency=4, mode=options.get("mode", "auto"), lang=options.get("lang")
+    )
+    contexts = [o for o in outcomes if isinstance(o, VideoContext)]
+    failed.extend(o for o in outcomes if not isinstance(o, VideoContext))
+    if not contexts:
+        if failed:
+            raise failed[0][1]
+        raise _bad("The inputs name no videos.", "Give video URLs, or lists that hold some.")
+    bundle = build_bundle(
+        contexts, formats=options["formats"], max_tokens=options["max_tokens"], failed=failed
+    )
+    key = f"blobs/jobs/{run.id}/{bundle.root}.zip"
+    await runtime.blobs.put_blob(key, bundle.data, content_type="application/zip")
+    return BundleResult(blob_key=key, filename=f"{bundle.root}.zip", bytes=len(bundle.data))
+
+
+def _collection_id(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 200:
+        raise _bad(
+            "A collection id is required.", "Give the id that POST /api/v1/collections returned (col_...)."
+        )
+    return value.strip()
+
+
+def _run_options(options: dict[str, Any], kind: str) -> dict[str, Any]:
+    _only(options, ("limit", "concurrency"), kind)
+    limit, concurrency = check_run(options.get("limit"), options.get("concurrency", 4))
+    return {"limit": limit, "concurrency": concurrency}
+
+
+async def _check_ingest(runtime: Runtime, value: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    if not isinstance(value, dict) or set(value) - {"collectionId", "inputs"}:
+        raise _bad(
+            "An ingest job's input is {collectionId, inputs}.",
+            'Give "input": {"collectionId": "col_...", "inputs": ["https://youtu.be/..."]}.',
+        )
+    collection = await library.get_collection(runtime, _collection_id(value.get("collectionId")))
+    inputs = value.get("inputs")
+    if (
+        not isinstance(inputs, list)
+        or not 1 <= len(inputs) <= MAX_VIDEOS
+        or not all(isinstance(i, str) for i in inputs)
+    ):
+        raise _bad(
+            f"inputs must be an array of 1 to {MAX_VIDEOS} URLs or ids.", "Give videos or lists as strings."
+        )
+    return {"collectionId": collection.id, "inputs": inputs}, _run_options(options, "ingest")
+
+
+class CollectionResult(Base, omit_defaults=True):
+    """What ingest and refresh answer: the collection after the work, and what the work did."""
+
+    collection: Collection
+    summary: RefreshSummary | None = None
+
+
+async def _run_ingest(run: JobRun) -> CollectionResult:
+    collection_id = run.input["collectionId"]
+    summary = await library.add_to_collection(
+        run.runtime, collection_id, run.input["inputs"],
+        on_item=run.item, on_progress=run.progress_event, **run.options,
+    )  # fmt: skip
+    return CollectionResult(
+        collection=await library.get_collection(run.runtime, collection_id), summary=summary
+    )
+
+
+async def _check_refresh(runtime: Runtime, value: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    collection = await library.get_collection(runtime, _collection_id(value))
+    return collection.id, _run_options(options, "refresh")
+
+
+async def _run_refresh(run: JobRun) -> CollectionResult:
+    summary = await library.refresh_collection(
+        run.runtime, run.input, on_item=run.item, on_progress=run.progress_event, **run.options
+    )
+    return CollectionResult(collection=await library.get_collection(run.runtime, run.input), summary=summary)
+
+
+BUILTIN_KINDS: dict[str, JobKind] = {
+    "context": JobKind(_check_context, _run_context, "one video's context"),
+    "items": JobKind(_check_items, _run_items, "every video of a playlist, channel or feed"),
+    "bundle": JobKind(_check_bundle, _run_bundle, "a zip of several videos, kept in the blob store"),
+    "ingest": JobKind(_check_ingest, _run_ingest, "add videos and lists to a collection"),
+    "refresh": JobKind(_check_refresh, _run_refresh, "read a collection's sources for new videos"),
+}

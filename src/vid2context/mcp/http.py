@@ -1,0 +1,430 @@
+"""The MCP server over Streamable HTTP at ``/mcp``, stateless, inside the Litestar app.
+
+``mcp_http(runtime)`` gives the route handlers and the lifespan ``create_app`` adds. A request to
+``/mcp`` passes these checks, in order, before the SDK sees it; each refusal is answered here with
+the HTTP API's error body::
+
+    GET /mcp/server-card             public discovery (SEP-2127 Server Card), CORS *
+    Host not loopback or allowed     403 forbidden   (only when the server is bound to loopback)
+    Origin not allowed               403 forbidden   (VID2CONTEXT_CORS_ORIGINS, or the same origin)
+    OPTIONS preflight                204 with CORS headers for an allowed origin
+    GET or DELETE                    405             (stateless: no SSE stream, no session to end)
+    no or wrong bearer token         401 + WWW-Authenticate: Bearer
+    over the rate limit              429 + Retry-After (a bucket per token, or per address when open)
+
+Tokens are ``VID2CONTEXT_MCP_TOKENS`` (the ``VID2CONTEXT_API_KEYS`` format); when unset, the API
+keys are taken, so a server whose API needs a key never serves ``/mcp`` open; with neither, ``/mcp``
+is open (and ``vid2context serve`` binds loopback). The rate limit reuses the REST API's token bucket
+on ``runtime.kv`` (``VID2CONTEXT_MCP_RATE_LIMIT`` a minute, the whole minute's worth at once).
+
+``/.well-known/ai-catalog.json`` (and the MCP catalog at ``/.well-known/mcp/catalog.json``) lists
+the server card. The SDK app is built with ``stateless_http=True, json_response=True`` and its own
+DNS-rebinding check off (the checks above replace it, and also work behind a public host name).
+Its session manager runs in the Litestar lifespan; the lifespan is counted, so the Worker, which runs
+the ASGI lifespan around every request, gets one manager per burst of requests, never two at once.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from litestar import Litestar, Request, Response, get
+from litestar.handlers import asgi
+from litestar.types import Receive, Scope, Send
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+from .. import __version__
+from ..api.errors import send_error
+from ..api.middleware._asgi import header
+from ..api.middleware.auth import ApiKey, Auth, parse_api_keys
+from ..api.middleware.client import client_ip
+from ..api.middleware.cors import parse_origins
+from ..api.middleware.ratelimit import RateLimit
+from ..errors import ErrorCode, VidError
+from ..runtime import Runtime
+from .server import SERVER_NAME, VidServer, create_mcp
+
+__all__ = ["CARD_MEDIA_TYPE", "McpHttp", "mcp_http"]
+
+CARD_MEDIA_TYPE = "application/mcp-server-card+json"
+CARD_SCHEMA = "https://static.modelcontextprotocol.io/schemas/v2/server-card.schema.json"
+PROTOCOL_VERSIONS = [*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS]
+_DISCOVERY_HEADERS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "GET",
+    "Access-Control-Allow-Headers": "Content-Type",
+    "Cache-Control": "public, max-age=3600",
+}
+_ALLOW_HEADERS = frozenset({"authorization", "content-type", "accept", "last-event-id"})
+_EXPOSE = b"Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, Retry-After, X-Request-Id"
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
+_encode = msgspec.json.Encoder().encode
+
+
+def _is_loopback(host: str) -> bool:
+    name = host.strip().lower().strip("[]")
+    if name in _LOOPBACK_NAMES or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(host: str) -> str:
+    """``example.com`` from ``example.com:8787``, ``::1`` from ``[::1]:8787``."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _origin_of(scope: Scope) -> str:
+    """This server's own origin as the client reached it (scheme and Host header)."""
+    host = (header(scope, b"host") or b"").decode("latin-1").strip()
+    if not host and (server := scope.get("server")):
+        host = f"{server[0]}:{server[1]}"
+    return f"{scope.get('scheme', 'http')}://{host}"
+
+
+@dataclass(frozen=True)
+class _Checks:
+    keys: tuple[ApiKey, ...]
+    origins: frozenset[str]
+    allowed_hosts: frozenset[str]
+
+
+class McpHttp:
+    """The ``/mcp`` mount: the checks, discovery, and the SDK's Streamable HTTP app behind them."""
+
+    def __init__(self, runtime: Runtime, server: VidServer | None = None) -> None:
+        settings = runtime.settings
+        self.runtime = runtime
+        self.server = server or create_mcp(runtime)
+        keys = parse_api_keys(settings.mcp_tokens) or parse_api_keys(settings.api_keys)
+        self.checks = _Checks(
+            keys=keys,
+            origins=parse_origins(settings.cors_origins) if settings.cors_origins else frozenset(),
+            allowed_hosts=frozenset(
+                part.strip().lower() for part in (settings.mcp_allowed_hosts or "").split(",") if part.strip()
+            ),
+        )
+        self.auth = Auth(self._unused, keys=keys) if keys else None
+        rate = settings.mcp_rate_limit
+        self.limiter = (
+            RateLimit(
+                self._unused,
+                kv=runtime.kv,
+                rate=rate,
+                burst=rate,
+                worker=runtime.name == "worker",
+                trust_proxy=settings.trust_proxy,
+            )
+            if rate > 0
+            else None
+        )
+        self._app: Any = None
+        self._stack: AsyncExitStack | None = None
+        self._users = 0
+
+    @staticmethod
+    async def _unused(scope: Scope, receive: Receive, send: Send) -> None:  # pragma: no cover
+        raise RuntimeError("the /mcp checks call Auth and RateLimit directly, never as middleware")
+
+    # -- the SDK app and its lifespan -----------------------------------------------------------------
+
+    def _build(self) -> Any:
+        return self.server.streamable_http_app(
+            streamable_http_path="/",
+            stateless_http=True,
+            json_response=True,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+
+    @asynccontextmanager
+    async def lifespan(self, _: Litestar | None = None) -> AsyncIterator[None]:
+        """Run the SDK's session manager while the app runs (counted, so nested lifespans share one)."""
+        if self._users == 0:
+            app = self._build()
+            stack = AsyncExitStack()
+            await stack.enter_async_context(app.router.lifespan_context(app))
+            self._app, self._stack = app, stack
+        self._users += 1
+        try:
+            yield
+        finally:
+            self._users -= 1
+            if self._users == 0 and self._stack is not None:
+                stack, self._stack = self._stack, None
+                try:
+                    await self.server.deps.runs.aclose()
+                finally:
+                    await stack.aclose()
+
+    # -- the mount ----------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # pragma: no cover - Litestar sends only HTTP here
+            return
+        method = scope.get("method", "GET")
+        path = scope.get("path", "/").rstrip("/") or "/"
+        head = method == "HEAD"
+        if path == "/server-card":
+            await self._discovery(scope, send, self.server_card(scope), CARD_MEDIA_TYPE, method)
+            return
+        if not self._host_allowed(scope):
+            await send_error(
+                send,
+                VidError(
+                    ErrorCode.FORBIDDEN,
+                    "This Host is not allowed for /mcp.",
+                    hint="Connect through localhost, or add the host to VID2CONTEXT_MCP_ALLOWED_HOSTS.",
+                ),
+                head=head,
+            )
+            return
+        origin = header(scope, b"origin")
+        if origin is not None and not self._origin_allowed(scope, origin):
+            await send_error(
+                send,
+                VidError(
+                    ErrorCode.FORBIDDEN,
+                    "This Origin is not allowed for /mcp.",
+                    hint="Add the origin to VID2CONTEXT_CORS_ORIGINS.",
+                ),
+                head=head,
+            )
+            return
+        cors = self._cors_headers(origin)
+        if method == "OPTIONS":
+            await self._preflight(scope, send, cors)
+            return
+        if path != "/":
+            await send_error(
+                send,
+                VidError(
+                    ErrorCode.NOT_FOUND,
+                    "No such MCP endpoint.",
+                    hint="The MCP endpoint is POST /mcp; its server card is GET /mcp/server-card.",
+                ),
+                headers=cors,
+                head=head,
+            )
+            return
+        if method != "POST":
+            error = VidError(
+                ErrorCode.BAD_REQUEST,
+                f"{method} is not allowed on /mcp: this server is stateless.",
+                hint="Send MCP messages with POST /mcp; there is no GET stream and no session to delete.",
+            )
+            await send_error(send, error, status=405, headers=[("Allow", "POST, OPTIONS"), *cors], head=head)
+            return
+        key_name = None
+        if self.auth is not None:
+            key = self.auth.identify(header(scope, b"authorization"))
+            if key is None:
+                presented = header(scope, b"authorization") is not None
+                error = VidError(
+                    ErrorCode.UNAUTHORIZED,
+                    "The bearer token is not valid." if presented else "A bearer token is required.",
+                    hint="Send Authorization: Bearer <token> with a token from VID2CONTEXT_MCP_TOKENS.",
+                )
+                await send_error(send, error, headers=cors)
+                return
+            key_name = key.name
+        if self.limiter is not None:
+            who = (
+                f"mcp:key:{key_name}"
+                if key_name
+                else "mcp:ip:"
+                + client_ip(
+                    scope, worker=self.runtime.name == "worker", trust_proxy=self.runtime.settings.trust_proxy
+                )
+            )
+            allowed, _, retry_after = await self.limiter.take(who)
+            if not allowed:
+                error = VidError(
+                    ErrorCode.RATE_LIMITED,
+                    f"Too many requests: at most {self.runtime.settings.mcp_rate_limit} a minute.",
+                    hint=f"Wait {retry_after} s (Retry-After) and retry.",
+                    retry_after=retry_after,
+                )
+                await send_error(send, error, headers=cors)
+                return
+        if self._app is None:
+            await send_error(
+                send,
+                VidError(
+                    ErrorCode.INTERNAL,
+                    "The MCP server is not running.",
+                    hint="The app's lifespan has not started; retry in a moment.",
+                ),
+            )
+            return
+        inner = {**scope, "path": "/", "raw_path": b"/"}
+        raw_cors = [(k.lower().encode(), v.encode()) for k, v in cors]
+
+        async def send_with_cors(message: Any) -> None:
+            if raw_cors and message["type"] == "http.response.start":
+                message = {**message, "headers": [*(message.get("headers") or ()), *raw_cors]}
+            await send(message)
+
+        await self._app(inner, receive, send_with_cors)
+
+    # -- checks -------------------------------------------------------------------------------------
+
+    def _host_allowed(self, scope: Scope) -> bool:
+        """Every Host is fine unless the server listens on loopback; then loopback names or
+        ``VID2CONTEXT_MCP_ALLOWED_HOSTS`` only (against DNS rebinding)."""
+        server = scope.get("server")
+        if not server or not _is_loopback(str(server[0])):
+            return True
+        raw = header(scope, b"host")
+        if raw is None:
+            return False
+        host = raw.decode("latin-1").strip().lower()
+        name = _host_name(host)
+        return _is_loopback(name) or host in self.checks.allowed_hosts or name in self.checks.allowed_hosts
+
+    def _origin_allowed(self, scope: Scope, origin: bytes) -> bool:
+        value = origin.decode("latin-1").strip().rstrip("/")
+        if "*" in self.checks.origins or value in self.checks.origins:
+            return True
+        return value.lower() == _origin_of(scope).lower()
+
+    def _cors_headers(self, origin: bytes | None) -> list[tuple[str, str]]:
+        if origin is None:
+            return []
+        value = "*" if "*" in self.checks.origins else origin.decode("latin-1").strip()
+        return [
+            ("Access-Control-Allow-Origin", value),
+            ("Vary", "Origin"),
+            ("Access-Control-Expose-Headers", _EXPOSE.decode()),
+        ]
+
+    async def _preflight(self, scope: Scope, send: Send, cors: list[tuple[str, str]]) -> None:
+        requested = (header(scope, b"access-control-request-headers") or b"").decode("latin-1")
+        allowed = [
+            name.strip()
+            for name in requested.split(",")
+            if name.strip().lower() in _ALLOW_HEADERS or name.strip().lower().startswith("mcp-")
+        ]
+        headers = [
+            *cors,
+            ("Access-Control-Allow-Methods", "POST, OPTIONS"),
+            ("Access-Control-Allow-Headers", ", ".join(allowed or ["Authorization", "Content-Type"])),
+            ("Access-Control-Max-Age", "600"),
+        ]
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 204,
+                "headers": [(k.lower().encode(), v.encode("latin-1")) for k, v in headers],
+            }
+        )
+        await send({"type": "http.response.body", "body": b""})
+
+    # -- discovery ----------------------------------------------------------------------------------
+
+    def server_card(self, scope: Scope) -> dict[str, Any]:
+        """The SEP-2127 Server Card: identity, the remote endpoint, its protocol versions."""
+        remote: dict[str, Any] = {
+            "type": "streamable-http",
+            "url": _origin_of(scope) + "/mcp",
+            "supportedProtocolVersions": PROTOCOL_VERSIONS,
+        }
+        if self.checks.keys:
+            remote["headers"] = [
+                {
+                    "name": "Authorization",
+                    "description": "Bearer token from the server's VID2CONTEXT_MCP_TOKENS.",
+                    "isRequired": True,
+                    "isSecret": True,
+                    "value": "Bearer {token}",
+                    "variables": {
+                        "token": {
+                            "description": "An MCP token for this server.",
+                            "isRequired": True,
+                            "isSecret": True,
+                        }
+                    },
+                }
+            ]
+        return {
+            "$schema": CARD_SCHEMA,
+            "name": f"io.github.vid2context/{SERVER_NAME}",
+            "version": __version__,
+            "title": "vid2context",
+            "description": "Any video as context for AI agents: outlines, sections, cited transcripts.",
+            "websiteUrl": "https://github.com/vid2context",
+            "remotes": [remote],
+        }
+
+    def catalog(self, scope: Scope) -> dict[str, Any]:
+        """The AI Catalog (and MCP Catalog) listing this server's card."""
+        origin = _origin_of(scope)
+        host = _host_name(origin.split("://", 1)[-1]) or "localhost"
+        return {
+            "specVersion": "draft",
+            "entries": [
+                {
+                    "identifier": f"urn:air:{host}:{SERVER_NAME}",
+                    "displayName": "vid2context",
+                    "type": CARD_MEDIA_TYPE,
+                    "url": origin + "/mcp/server-card",
+                }
+            ],
+        }
+
+    @staticmethod
+    async def _discovery(
+        scope: Scope, send: Send, body: dict[str, Any], media_type: str, method: str
+    ) -> None:
+        if method == "OPTIONS":
+            status, content = 204, b""
+        elif method in ("GET", "HEAD"):
+            status, content = 200, _encode(body)
+        else:
+            error = VidError(ErrorCode.BAD_REQUEST, f"{method} is not allowed here.", hint="Use GET.")
+            await send_error(send, error, status=405, headers=[("Allow", "GET, HEAD, OPTIONS")])
+            return
+        headers = [(b"content-type", media_type.encode()), (b"content-length", str(len(content)).encode())]
+        headers += [(k.lower().encode(), v.encode()) for k, v in _DISCOVERY_HEADERS.items()]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": b"" if method == "HEAD" else content})
+
+
+@dataclass
+class McpRoutes:
+    """What ``create_app`` adds for MCP: route handlers and a lifespan."""
+
+    http: McpHttp
+    route_handlers: list[Any]
+    lifespan: Any
+
+
+def mcp_http(runtime: Runtime, server: VidServer | None = None) -> McpRoutes:
+    """The ``/mcp`` mount and the discovery routes for ``runtime``."""
+    glue = McpHttp(runtime, server)
+
+    @asgi(path="/mcp", is_mount=True, copy_scope=True)
+    async def mcp_mount(scope: Scope, receive: Receive, send: Send) -> None:
+        await glue(scope, receive, send)
+
+    @get(
+        ["/.well-known/ai-catalog.json", "/.well-known/mcp/catalog.json"],
+        include_in_schema=False,
+        sync_to_thread=False,
+    )
+    def ai_catalog(request: Request) -> Response[bytes]:
+        return Response(
+            _encode(glue.catalog(request.scope)), media_type="application/json", headers=_DISCOVERY_HEADERS
+        )
+
+    return McpRoutes(http=glue, route_handlers=[mcp_mount, ai_catalog], lifespan=glue.lifespan)

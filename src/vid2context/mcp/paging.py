@@ -1,0 +1,328 @@
+"""Transcript pages: a long transcript cut on segment boundaries, every page complete on its own.
+
+``get_transcript`` with ``maxTokens`` answers one page at a time. A page is the unpaged result's
+*preamble* (what comes before the first segment's text: the header for ``text``, the header and
+``## Transcript`` for ``markdown``, ``WEBVTT`` for ``vtt``) followed by a run of whole *units*
+copied from the unpaged result, so:
+
+- every page reads on its own (a subtitle page is a valid file, a Markdown page has its header);
+- the first page plus every later page without its preamble is exactly the unpaged result.
+
+A unit is what the format prints for a run of segments and never splits: a cue (``srt``,
+``vtt``), a ``[m:ss]`` line (``text`` with timestamps), a paragraph (``text``), a paragraph with
+any chapter headings before it (``markdown``). Where the units cannot be found (a format added
+later, or a layout this module does not know), and for ``json``, a page is the formatter's own
+rendering of the page's segments: still complete (JSON pages parse), and the segments of all
+pages add up to the whole.
+
+Cursors are ``seg:N``, the index of the first segment of the next page; a cursor inside a unit
+starts at that unit, so no text is ever skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import msgspec
+
+from ..errors import ErrorCode, VidError
+from ..formats import Formatter, RenderOptions, context_header
+from ..formats.blocks import (
+    chapter_spans,
+    clean_text,
+    duration_of,
+    paragraphs,
+    plain_text,
+    segments_of,
+    split_by_starts,
+)
+from ..models import Segment, VideoContext
+from ..timecode import format_timestamp
+from ..tokens import estimate_tokens
+
+__all__ = [
+    "CURSOR",
+    "Page",
+    "Pager",
+    "page_marker",
+    "page_tokens",
+    "pager_for",
+    "parse_cursor",
+    "render_whole",
+]
+
+CURSOR = re.compile(r"seg:(\d{1,9})")
+
+
+def render_whole(
+    context: VideoContext, formatter: Formatter, options: RenderOptions, section_line: str = ""
+) -> str:
+    """The unpaged result, laid out as the REST API and the CLI print it: ``text`` gets the header
+    (and a section's ``Section "title": ...`` line) above the transcript."""
+    body = formatter.render(context, options)
+    if formatter.id == "text":
+        body = context_header(context) + "\n" + (section_line + "\n\n" if section_line else "") + body
+    return body if body.endswith("\n") else body + "\n"
+
+
+def parse_cursor(cursor: str | None, segment_count: int) -> int:
+    """The segment index a ``seg:N`` cursor names; ``bad-request`` for anything else."""
+    if cursor is None:
+        return 0
+    match = CURSOR.fullmatch(cursor.strip()) if isinstance(cursor, str) else None
+    if match is None:
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            f"The cursor {str(cursor)[:30]!r} is not valid.",
+            hint='Pass the next_cursor of the previous page ("seg:N") with the same arguments, or no cursor.',
+        )
+    index = int(match.group(1))
+    if index >= max(1, segment_count):
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            f"The cursor seg:{index} is past the end of this transcript ({segment_count} segments).",
+            hint="That page was the last one; start again without a cursor to read from the beginning.",
+        )
+    return index
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    content: str
+    """What goes inside the fence."""
+    first_seg: int
+    end_seg: int
+    """One past the last segment of the page; the next cursor when below the segment count."""
+
+
+class Pager:
+    """Pages of one rendering: ``len(starts)`` units, unit ``i`` starting at segment ``starts[i]``."""
+
+    def __init__(self, starts: list[int], segment_count: int, render: Callable[[int, int], str]) -> None:
+        self.starts = starts
+        self.segment_count = segment_count
+        self._render = render
+
+    @property
+    def units(self) -> int:
+        return len(self.starts)
+
+    def unit_at(self, segment: int) -> int:
+        """The unit holding ``segment``: a cursor inside a unit starts at that unit."""
+        return max(0, bisect_right(self.starts, segment) - 1)
+
+    def end_seg(self, last: int) -> int:
+        return self.starts[last] if last < len(self.starts) else self.segment_count
+
+    def page(self, first: int, last: int) -> Page:
+        """Units ``first`` to ``last - 1``."""
+        if not self.starts:
+            return Page(self._render(0, 0), 0, self.segment_count)
+        return Page(self._render(first, last), self.starts[first], self.end_seg(last))
+
+    def fit(self, first: int, fits: Callable[[Page], bool]) -> Page:
+        """The longest page from unit ``first`` that ``fits``; at least one unit, so paging always moves."""
+        if not self.starts:
+            return self.page(0, 0)
+        low, high = first + 1, len(self.starts)
+        if fits(candidate := self.page(first, high)):
+            return candidate
+        best = self.page(first, low)
+        while low < high:
+            middle = (low + high + 1) // 2
+            candidate = self.page(first, middle)
+            if fits(candidate):
+                low, best = middle, candidate
+            else:
+                high = middle - 1
+        return best
+
+
+def pager_for(context: VideoContext, formatter: Formatter, options: RenderOptions) -> Pager:
+    segments = segments_of(context)
+    whole = render_whole(context, formatter, options)
+    found = _units(context, formatter, options, segments, whole)
+    if found is not None:
+        starts, offsets = found
+        preamble = whole[: offsets[0]] if offsets else whole
+
+        def render(first: int, last: int) -> str:
+            if not offsets:
+                return whole
+            end = offsets[last] if last < len(offsets) else len(whole)
+            return preamble + whole[offsets[first] : end]
+
+        return Pager(starts, len(segments), render)
+    return _per_segment(context, formatter, options, segments)
+
+
+def _per_segment(
+    context: VideoContext, formatter: Formatter, options: RenderOptions, segments: list[Segment]
+) -> Pager:
+    """One unit per segment, each page rendered by the formatter from the page's segments."""
+    transcript = context.transcript
+
+    def render(first: int, last: int) -> str:
+        if transcript is None or not segments:
+            return render_whole(context, formatter, options)
+        part = msgspec.structs.replace(
+            context,
+            transcript=msgspec.structs.replace(transcript, segments=segments[first:last]),
+        )
+        return render_whole(part, formatter, options)
+
+    return Pager(list(range(len(segments))), len(segments), render)
+
+
+# --- finding the units in the unpaged result -----------------------------------------------------------
+
+
+def _units(
+    context: VideoContext, formatter: Formatter, options: RenderOptions, segments: list[Segment], whole: str
+) -> tuple[list[int], list[int]] | None:
+    """``(first segment, offset in whole)`` of every unit, or ``None`` when they cannot be found."""
+    worded = [i for i, seg in enumerate(segments) if clean_text(seg.text)]
+    if not worded:
+        return [], []
+    try:
+        if formatter.id in ("srt", "vtt"):
+            return _locate(_blocks_after(whole, 1 if formatter.id == "vtt" else 0), worded)
+        if formatter.id == "text" and options.timestamps:
+            header = len(context_header(context)) + 1
+            return _locate(_split(whole, "\n", header), worded)
+        if formatter.id == "text":
+            header = len(context_header(context)) + 1
+            return _locate(_split(whole, "\n\n", header), _text_paragraph_starts(context, segments))
+        if formatter.id == "markdown":
+            return _markdown(context, segments, whole)
+    except _Mismatch:
+        return None
+    return None
+
+
+class _Mismatch(Exception):
+    """The rendering is not laid out as expected; page it segment by segment instead."""
+
+
+def _split(whole: str, sep: str, start: int) -> list[tuple[int, str]]:
+    """``(offset, block)`` for the blocks of ``whole[start:]`` (without its final newline)."""
+    if not whole.endswith("\n"):
+        raise _Mismatch
+    blocks = []
+    position = start
+    for block in whole[start:-1].split(sep):
+        blocks.append((position, block))
+        position += len(block) + len(sep)
+    return blocks
+
+
+def _blocks_after(whole: str, skip: int) -> list[tuple[int, str]]:
+    """The ``\\n\\n`` blocks of ``whole``, leaving out the first ``skip`` (``WEBVTT``)."""
+    return _split(whole, "\n\n", 0)[skip:]
+
+
+def _locate(blocks: Sequence[tuple[int, str]], starts: list[int]) -> tuple[list[int], list[int]]:
+    """One unit per block; the first unit also takes any segments without words before it."""
+    if len(blocks) != len(starts) or any(not block for _, block in blocks):
+        raise _Mismatch
+    offsets = [offset for offset, _ in blocks]
+    return [0, *starts[1:]], offsets
+
+
+def _paragraph_starts(indexed: Sequence[tuple[int, Segment]]) -> list[int]:
+    """The index of the first segment of every paragraph ``paragraphs()`` makes of ``indexed``."""
+    worded = [(i, clean_text(seg.text)) for i, seg in indexed if clean_text(seg.text)]
+    starts = []
+    position = 0
+    for para in paragraphs([seg for _, seg in indexed]):
+        if position >= len(worded):
+            raise _Mismatch
+        starts.append(worded[position][0])
+        length = -1
+        while length < len(para.text) and position < len(worded):
+            length += len(worded[position][1]) + 1
+            position += 1
+        if length != len(para.text):
+            raise _Mismatch
+    return starts
+
+
+def _groups(context: VideoContext, segments: list[Segment]) -> list[list[tuple[int, Segment]]]:
+    """Segments (with their indices) grouped by chapter as the formatters group them."""
+    spans = chapter_spans(context)
+    if not spans:
+        return [list(enumerate(segments))]
+    index_of = {id(seg): i for i, seg in enumerate(segments)}
+    groups = split_by_starts(segments, [span.start_sec for span in spans])
+    return [[(index_of[id(seg)], seg) for seg in group] for group in groups]
+
+
+def _text_paragraph_starts(context: VideoContext, segments: list[Segment]) -> list[int]:
+    return [start for group in _groups(context, segments) for start in _paragraph_starts(group)]
+
+
+def _markdown(context: VideoContext, segments: list[Segment], whole: str) -> tuple[list[int], list[int]]:
+    """Markdown: the header block, then (without chapters) ``## Transcript``, then paragraphs; with
+    chapters, each chapter's heading and its paragraphs. A heading joins the paragraph after it
+    (a trailing heading joins the unit before it), so a page never ends on a bare heading."""
+    if not plain_text(segments):
+        return [], []
+    blocks = _split(whole, "\n\n", 0)
+    kinds: list[int | None] = [None]  # the header
+    if chapter_spans(context):
+        for group in _groups(context, segments):
+            kinds.append(None)  # the heading
+            if group:
+                kinds.extend(_paragraph_starts(group))
+    else:
+        kinds.append(None)  # ## Transcript
+        kinds.extend(_paragraph_starts(list(enumerate(segments))))
+    if len(kinds) != len(blocks) or any(not block for _, block in blocks):
+        raise _Mismatch
+    starts: list[int] = []
+    offsets: list[int] = []
+    pending: int | None = None  # offset of headings waiting for their paragraph
+    leading = 2 if not chapter_spans(context) else 1  # blocks that form the preamble
+    for position, ((offset, _), kind) in enumerate(zip(blocks, kinds, strict=True)):
+        if position < leading:
+            continue
+        if kind is None:
+            pending = offset if pending is None else pending
+            continue
+        starts.append(kind)
+        offsets.append(offset if pending is None else pending)
+        pending = None
+    if not starts:
+        raise _Mismatch
+    starts[0] = 0
+    return starts, offsets
+
+
+def page_marker(context: VideoContext, page: Page, tokens: int, total: int) -> str:
+    """``[End of transcript: ...]`` or ``[Partial transcript: ... next_cursor: seg:N]``."""
+    segments = segments_of(context)
+    count = len(segments)
+    duration = duration_of(context)
+    if count == 0:
+        return "[End of transcript: it has no segments]"
+    start = segments[page.first_seg].start_sec if page.first_seg < count else 0.0
+    if page.end_seg < count:
+        until = segments[page.end_seg].start_sec
+    else:
+        until = max([duration or 0.0, *(max(s.start_sec, s.end_sec) for s in segments[page.first_seg :])])
+    span = f"{format_timestamp(start)} to {format_timestamp(until)}"
+    if duration:
+        span += f" of {format_timestamp(duration)}"
+    where = (
+        f"segments {page.first_seg}-{page.end_seg - 1} of {count}, {span}, about {tokens} of {total} tokens"
+    )
+    if page.end_seg >= count:
+        return f"[End of transcript: {where}]"
+    return f"[Partial transcript: {where}; next_cursor: seg:{page.end_seg}]"
+
+
+def page_tokens(context: VideoContext, page: Page) -> int:
+    return estimate_tokens(plain_text(segments_of(context)[page.first_seg : page.end_seg]))

@@ -1,0 +1,161 @@
+"""How a tool is declared: a typed async function, its docstring, annotations and output schema.
+
+``define()`` turns a function into a ``ContractTool``: the SDK builds the input schema from the
+signature (``Field(description=...)`` on every parameter, camelCase names through ``alias``) and
+the description from the docstring. ``ContractTool.run`` keeps the contract's promise that every
+failure is a tool result with the error JSON: arguments that do not match the schema become
+``bad-request`` (field names and reasons only, never the values), a ``VidError`` becomes its own
+code, and anything else is logged and answered as ``internal`` with no detail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult, ToolAnnotations
+from pydantic import ValidationError
+
+from ..errors import ErrorCode, VidError
+from ..runtime import Runtime
+from .results import ErrorReply, Reply
+from .runs import Runs
+
+__all__ = ["ContractTool", "Deps", "caller", "define", "invalid_arguments", "over_http", "progress_sender"]
+
+log = logging.getLogger("vid2context.mcp")
+
+
+@dataclass
+class Deps:
+    """What every tool module needs: the runtime and the registry of long runs."""
+
+    runtime: Runtime
+    runs: Runs
+
+
+def invalid_arguments(tool: str, exc: ValidationError) -> VidError:
+    problems = []
+    for item in exc.errors(include_input=False, include_url=False)[:5]:
+        where = ".".join(str(part) for part in item.get("loc", ())) or "arguments"
+        problems.append(f"{where}: {item.get('msg', 'not valid')}")
+    return VidError(
+        ErrorCode.BAD_REQUEST,
+        f"The arguments for {tool} are not valid: " + "; ".join(problems) + ".",
+        hint=f"Check the input schema of {tool} (tools/list) and call it again.",
+    )
+
+
+class ContractTool(Tool):
+    """A tool whose every outcome, bad arguments and crashes included, is a contract result."""
+
+    async def run(
+        self, arguments: dict[str, Any], context: Context, convert_result: bool = False
+    ) -> CallToolResult:
+        metadata = self.fn_metadata
+        try:
+            model = metadata.arg_model.model_validate(metadata.pre_parse_json(arguments))
+        except ValidationError as exc:
+            return ErrorReply(invalid_arguments(self.name, exc)).to_result()
+        kwargs = {name: getattr(model, name) for name in type(model).model_fields}
+        if self.context_kwarg is not None:
+            kwargs[self.context_kwarg] = context
+        try:
+            reply: Reply = await self.fn(**kwargs)
+        except VidError as error:
+            reply = ErrorReply(error)
+        except Exception:
+            log.exception("tool %s failed", self.name)
+            reply = ErrorReply(VidError.internal())
+        return reply.to_result()
+
+
+def define(
+    fn: Callable[..., Awaitable[Reply]],
+    *,
+    title: str,
+    read_only: bool,
+    open_world: bool,
+    idempotent: bool,
+    output: dict[str, Any] | None = None,
+) -> ContractTool:
+    """The tool for ``fn``: named after it, described by its docstring.
+
+    Writes get ``destructiveHint: false`` (none of our tools deletes or overwrites user data);
+    ``output`` is the ``outputSchema`` of a structured tool.
+    """
+    annotations = ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=None if read_only else False,
+        idempotent_hint=idempotent,
+        open_world_hint=open_world,
+    )
+    tool = ContractTool.from_function(
+        fn,
+        name=fn.__name__,
+        title=title,
+        description=inspect.cleandoc(fn.__doc__ or ""),
+        annotations=annotations,
+        structured_output=False,
+    )
+    if output is not None:
+        tool.fn_metadata.output_schema = output  # advertised; our replies build the content themselves
+    return tool
+
+
+def over_http(ctx: Context) -> bool:
+    """Whether this call came over HTTP (the SDK gives HTTP calls their request headers)."""
+    try:
+        return ctx.headers is not None
+    except ValueError:  # no request context: a direct call, as local as stdio
+        return False
+
+
+def caller(ctx: Context) -> str:
+    """Who is calling, for binding long runs: a digest of the bearer credential over HTTP, ``""``
+    over stdio. The credential itself is never kept."""
+    try:
+        headers = ctx.headers
+    except ValueError:
+        return ""
+    if not headers:
+        return ""
+    authorization = headers.get("authorization") or ""
+    return hashlib.sha256(authorization.encode("utf-8", "replace")).hexdigest()[:32]
+
+
+Notify = Callable[[str, float | None, str, int | None, int | None], Awaitable[None]]
+
+
+def progress_sender(ctx: Context) -> Notify:
+    """A function that sends ``notifications/progress`` for this call (a no-op without a token).
+
+    Progress must grow with every notification: counts of videos go out as ``done``/``total``,
+    other steps as a running number with no total.
+    """
+    sent = -1.0
+
+    async def notify(
+        stage: str, fraction: float | None, message: str, done: int | None, total: int | None
+    ) -> None:
+        nonlocal sent
+        if done is not None and total:
+            value, out_of = float(done), float(total)
+        else:
+            value, out_of = sent + 1, None
+        if value <= sent:
+            value = sent + 0.001
+        sent = value
+        try:
+            await ctx.report_progress(value, out_of, message or stage)
+        except ValueError:  # no request context (a direct call): nobody to tell
+            return
+
+    return notify

@@ -1,0 +1,14 @@
+"""The tools, one module per group; each module's ``tools(deps)`` returns its tools in order."""
+
+from __future__ import annotations
+
+from ..toolkit import ContractTool, Deps
+from . import catalog, collections, exports, jobs, lists, packs, transcripts
+
+__all__ = ["all_tools"]
+
+MODULES = (transcripts, lists, packs, catalog, collections, exports, jobs)
+
+
+def all_tools(deps: Deps) -> list[ContractTool]:
+    return [tool for module in MODULES for tool in module.tools(deps)]

@@ -1,0 +1,155 @@
+"""Collections: named groups of videos, optionally following playlists and channels.
+
+The tools call the library functions the REST routes call. Adding videos reads each one now (a few
+at a time, progress per video), so it runs as a long run; one video that fails is listed in the
+summary's ``failed`` and never stops the others.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from ... import library
+from ...models import Base, Collection, RefreshSummary
+from ..params import CollectionId
+from ..results import JsonReply, Reply
+from ..runs import Run
+from ..toolkit import ContractTool, Deps, define
+from .common import long_call
+
+__all__ = ["CollectionEntry", "CollectionList", "CollectionResult", "tools"]
+
+FIRST_READ = 50
+"""Videos a new collection reads from its sources at once; the rest wait as pending."""
+
+Name = Annotated[str, Field(description="The collection's name, 1 to 200 characters.")]
+Description = Annotated[str | None, Field(description="What the collection is for (optional).")]
+Sources = Annotated[
+    list[str] | None,
+    Field(description="Playlists or channels (URLs) whose videos the collection follows; not single videos."),
+]
+VideoInputs = Annotated[
+    list[str],
+    Field(description="Videos or lists (playlists, channels: expanded) to read and add, as URLs or ids."),
+]
+
+
+class CollectionEntry(Base, kw_only=True):
+    id: str
+    name: str
+    description: str | None = None
+    videos: int
+    sources: list[str]
+    updated_at: str
+
+
+class CollectionList(Base, kw_only=True):
+    collections: list[CollectionEntry]
+
+
+class CollectionResult(Base, kw_only=True):
+    collection: Collection
+    summary: RefreshSummary | None = None
+
+
+def tools(deps: Deps) -> list[ContractTool]:
+    runtime = deps.runtime
+
+    async def list_collections() -> Reply:
+        """Every collection, most recently updated first: id, name, description, number of saved
+        videos, followed sources, last update. Costs about 60 tokens per collection."""
+        entries = [
+            CollectionEntry(
+                id=c.id,
+                name=c.name,
+                description=c.description,
+                videos=c.video_count,
+                sources=list(c.sources),
+                updated_at=c.updated_at,
+            )
+            for c in await library.list_collections(runtime)
+        ]
+        return JsonReply(CollectionList(collections=entries))
+
+    async def create_collection(
+        ctx: Context, name: Name, description: Description = None, sources: Sources = None
+    ) -> Reply:
+        """A new collection: a named group of videos to pack, brief or export together.
+
+        With sources (playlists, channels) it follows them: their first 50 videos are read now
+        (the rest wait as pending), and the answer is {collection, summary} with what was added,
+        skipped and failed. A single video as a source is a bad-request: add it with
+        add_to_collection. Costs about 200 tokens, plus about 80 per video added.
+        """
+        created = await library.create_collection(runtime, name, description, sources)
+        if not created.sources:
+            return JsonReply(CollectionResult(collection=created))
+
+        async def work(run: Run) -> Reply:
+            summary = await library.refresh_collection(
+                runtime, created.id, limit=FIRST_READ, on_progress=_progress(run)
+            )
+            return JsonReply(
+                CollectionResult(
+                    collection=await library.get_collection(runtime, created.id), summary=summary
+                ),
+                untrusted="collection",
+            )
+
+        return await long_call(deps, ctx, "create_collection", {"id": created.id}, work, writes=True)
+
+    async def add_to_collection(ctx: Context, collection: CollectionId, urls: VideoInputs) -> Reply:
+        """Read videos (and the videos of lists) now and add them to a collection. Answers
+        {collection, summary: {added, skipped, failed, remaining, checkedAt}}: a video already in
+        the collection is skipped, one that cannot be read is listed in failed and never stops the
+        others. Sends a progress notification per video. Costs about 80 tokens per video."""
+        existing = await library.get_collection(runtime, collection)
+
+        async def work(run: Run) -> Reply:
+            summary = await library.add_to_collection(runtime, existing.id, urls, on_progress=_progress(run))
+            return JsonReply(
+                CollectionResult(
+                    collection=await library.get_collection(runtime, existing.id), summary=summary
+                ),
+                untrusted="collection",
+            )
+
+        return await long_call(
+            deps, ctx, "add_to_collection", {"collection": existing.id, "urls": urls}, work, writes=True
+        )
+
+    async def get_collection(collection: CollectionId) -> Reply:
+        """A collection with its saved videos (id, title, channel, duration, origin, language,
+        tokens: pick what to read by token count), the inputs still pending, and its watch
+        schedule. Costs about 80 tokens per video."""
+        view = await library.get_collection_view(runtime, collection)
+        return JsonReply(view, untrusted="collection")
+
+    return [
+        define(list_collections, title="List collections", read_only=True, open_world=False, idempotent=True),
+        define(
+            create_collection, title="Create a collection", read_only=False, open_world=True, idempotent=False
+        ),
+        define(
+            add_to_collection,
+            title="Add videos to a collection",
+            read_only=False,
+            open_world=True,
+            idempotent=True,
+        ),
+        define(get_collection, title="Read a collection", read_only=True, open_world=False, idempotent=True),
+    ]
+
+
+def _progress(run: Run):  # type: ignore[no-untyped-def]
+    """The library's ``on_progress`` events as steps of the run (``done`` of ``total`` videos)."""
+
+    def on_progress(event: dict) -> None:  # type: ignore[type-arg]
+        done, total = event.get("done"), event.get("total")
+        fraction = done / total if isinstance(done, int) and isinstance(total, int) and total else None
+        run.report("read", fraction, str(event.get("message") or ""), done=done, total=total)
+
+    return on_progress

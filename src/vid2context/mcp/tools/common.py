@@ -1,0 +1,87 @@
+"""Helpers the tool modules share: reading a video through a long run, and saying what ran."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp.server.mcpserver import Context
+
+from ...errors import ErrorCode, VidError
+from ...models import Attempt, VideoContext
+from ...pipeline import MODES
+from ..results import Reply
+from ..runs import Run
+from ..toolkit import Deps, caller, progress_sender
+
+__all__ = ["MAX_BUDGET", "check_budget", "check_language", "check_mode", "layers_line", "long_call"]
+
+MAX_BUDGET = 10_000_000
+MIN_BUDGET = 100
+"""A page needs room for its header and its closing line."""
+
+
+async def long_call(
+    deps: Deps,
+    ctx: Context,
+    tool: str,
+    args: dict[str, Any],
+    work: Callable[[Run], Awaitable[Reply]],
+    *,
+    writes: bool = False,
+) -> Reply:
+    """``work`` as a long run: its reply, or ``processing`` when it takes longer than the wait.
+
+    A finished run answers the same call again (for 15 minutes) unless the tool ``writes``.
+    """
+    return await deps.runs.call(tool, args, caller(ctx), work, progress_sender(ctx), reuse=not writes)
+
+
+def check_mode(mode: str) -> str:
+    checked = mode.strip().lower() if isinstance(mode, str) else ""
+    if checked not in MODES:
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            f"Unknown mode {str(mode)[:20]!r}.",
+            hint="Use one of: " + ", ".join(MODES) + ".",
+        )
+    return checked
+
+
+def check_language(language: str | None) -> str | None:
+    if language is None or not language.strip():
+        return None
+    text = language.strip()
+    if len(text) > 35 or not all(ch.isalnum() or ch in "-_" for ch in text):
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            f"{text[:40]!r} is not a language tag.",
+            hint="Give a BCP-47 tag such as en, de or pt-BR, or leave language out.",
+        )
+    return text
+
+
+def check_budget(max_tokens: int | None) -> int | None:
+    if max_tokens is None:
+        return None
+    if not MIN_BUDGET <= max_tokens <= MAX_BUDGET:
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            f"maxTokens must be {MIN_BUDGET} to {MAX_BUDGET}, not {max_tokens}.",
+            hint="Leave maxTokens out for the whole result, or give a budget such as 8000.",
+        )
+    return max_tokens
+
+
+def _attempt(attempt: Attempt) -> str:
+    if attempt.stage == "cache":
+        return f"library ({attempt.id}): saved copy, nothing fetched"
+    outcome = attempt.outcome if not attempt.reason else f"{attempt.outcome}, {attempt.reason}"
+    return f"{attempt.stage} by {attempt.id} ({outcome}, {attempt.ms} ms)"
+
+
+def layers_line(context: VideoContext) -> str:
+    """``Layers: ...``: which rungs ran for this answer, how they ended and how long they took."""
+    if not context.attempts:
+        return "Layers: library: saved copy, nothing fetched"
+    return "Layers: " + "; ".join(_attempt(attempt) for attempt in context.attempts)

@@ -1,0 +1,173 @@
+"""Several videos in one document: the context pack, read with progress per video.
+
+Inputs are videos, lists (expanded) and/or a collection (its saved videos, then its pending ones).
+Videos are read a few at a time; each one finished is a progress notification (``done`` of
+``total``). One video that cannot be read never fails the batch: it is listed in the pack under
+"Not included" with its error, and counted in the closing line, even when no video could be read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from ... import library
+from ...errors import ErrorCode, VidError
+from ...formats import render_many
+from ...inputs import is_list
+from ...models import VideoContext, VideoRef
+from ...pipeline import get_context, list_items, resolve
+from ..params import MaxTokens, OptionalCollection, Urls
+from ..results import Reply, TextReply, Untrusted
+from ..runs import Run
+from ..toolkit import ContractTool, Deps, define
+from .common import MAX_BUDGET, long_call
+
+__all__ = ["CONCURRENCY", "MAX_VIDEOS", "expand_inputs", "read_all", "tools"]
+
+MAX_VIDEOS = 100
+DEFAULT_VIDEOS = 50
+CONCURRENCY = 4
+_HINT = "Give urls (videos, playlists, channels) and/or a collection id."
+
+Limit = Annotated[
+    int | None, Field(description=f"Most videos in the pack, 1 to {MAX_VIDEOS}; default {DEFAULT_VIDEOS}.")
+]
+
+
+async def expand_inputs(
+    deps: Deps, inputs: list[str], limit: int, run: Run
+) -> tuple[list[tuple[str, VideoRef | VidError]], int]:
+    """Inputs to distinct videos in input order (lists expanded), each with the label a failure
+    shows; and how many videos the limit left out."""
+    runtime = deps.runtime
+    entries: list[tuple[str, VideoRef | VidError]] = []
+    seen: set[str] = set()
+    left_out = 0
+    job_ctx = run.ctx()
+    for text in inputs:
+        try:
+            ref = resolve(runtime, text)
+            found = [(text, ref)]
+            if is_list(ref):
+                run.report("expand", None, "Expanding a list")
+                cap = runtime.settings.max_playlist_items
+                found = [(v.url or v.id, v) for v in await list_items(runtime, ref, limit=cap, ctx=job_ctx)]
+        except VidError as error:
+            entries.append((text, error))
+            continue
+        for label, video in found:
+            if video.id in seen:
+                continue
+            if len(seen) >= limit:
+                left_out += 1
+                continue
+            seen.add(video.id)
+            entries.append((label, video))
+    return entries, left_out
+
+
+async def read_all(
+    deps: Deps, entries: list[tuple[str, VideoRef | VidError]], run: Run
+) -> tuple[list[VideoContext], list[tuple[str, VidError]]]:
+    """Read every video ``CONCURRENCY`` at a time, a progress step per video; both lists in input
+    order, failures with the label of their input."""
+    runtime = deps.runtime
+    total = sum(1 for _, entry in entries if isinstance(entry, VideoRef))
+    done = 0
+    run.report("read", 0.0, f"0 of {total} videos read", done=0, total=total)
+    gate = asyncio.Semaphore(CONCURRENCY)
+    job_ctx = run.ctx()
+
+    async def read(entry: VideoRef | VidError) -> VideoContext | VidError:
+        nonlocal done
+        if isinstance(entry, VidError):
+            return entry
+        try:
+            async with gate:
+                return await get_context(runtime, entry, ctx=job_ctx)
+        except VidError as error:
+            return error
+        finally:
+            done += 1
+            run.report("read", done / max(1, total), f"{done} of {total} videos read", done=done, total=total)
+
+    results = await asyncio.gather(*(read(entry) for _, entry in entries))
+    contexts = [r for r in results if isinstance(r, VideoContext)]
+    failed = [(label, r) for (label, _), r in zip(entries, results, strict=True) if isinstance(r, VidError)]
+    return contexts, failed
+
+
+def tools(deps: Deps) -> list[ContractTool]:
+    runtime = deps.runtime
+
+    async def export_context_pack(
+        ctx: Context,
+        urls: Urls = None,
+        collection: OptionalCollection = None,
+        max_tokens: MaxTokens = None,
+        limit: Limit = None,
+    ) -> Reply:
+        """Several videos as one Markdown document to load whole: an index (title, channel,
+        duration, link, tokens), then each video's header and cited transcript ([m:ss](link) on
+        every paragraph), then the inputs that could not be read under "Not included".
+
+        Costs the sum of the transcripts (about 12k tokens per hour of speech) unless maxTokens
+        caps it: then every transcript is cut fairly on segment boundaries and each cut is marked.
+        Sends a progress notification per video read when the client asks for progress.
+        """
+        inputs = [text for text in urls or [] if isinstance(text, str) and text.strip()]
+        if collection is not None:
+            view = await library.get_collection_view(runtime, collection)
+            inputs = [video.id for video in view.videos] + list(view.pending) + inputs
+        if not inputs:
+            raise VidError(ErrorCode.BAD_REQUEST, "No videos to pack.", hint=_HINT)
+        count = DEFAULT_VIDEOS if limit is None else limit
+        if not 1 <= count <= MAX_VIDEOS:
+            raise VidError(
+                ErrorCode.BAD_REQUEST,
+                f"limit must be 1 to {MAX_VIDEOS}, not {count}.",
+                hint=f"Pass 1 to {MAX_VIDEOS}; make several packs for more videos.",
+            )
+        if max_tokens is not None and not 1 <= max_tokens <= MAX_BUDGET:
+            raise VidError(
+                ErrorCode.BAD_REQUEST,
+                f"maxTokens must be 1 to {MAX_BUDGET}, not {max_tokens}.",
+                hint="Leave maxTokens out for the whole pack, or give a budget such as 8000.",
+            )
+        if len(inputs) > 5 * MAX_VIDEOS:
+            raise VidError(
+                ErrorCode.TOO_LARGE,
+                f"{len(inputs)} inputs; at most {5 * MAX_VIDEOS} are read.",
+                hint="Split them over several packs.",
+            )
+        args = {"urls": inputs, "maxTokens": max_tokens, "limit": count}
+
+        async def work(run: Run) -> Reply:
+            entries, left_out = await expand_inputs(deps, inputs, count, run)
+            contexts, failed = await read_all(deps, entries, run)
+            text = render_many(contexts, max_tokens=max_tokens, failed=failed)
+            cached = sum(1 for c in contexts if c.attempts and c.attempts[0].stage == "cache")
+            line = (
+                f"Packed {len(contexts)} of {len(entries)} inputs ({cached} from the library, "
+                f"{len(contexts) - cached} fetched); {len(failed)} not included"
+                + (" (listed in the pack under Not included)." if failed else ".")
+            )
+            if left_out:
+                line += f" {left_out} more videos were left out by limit={count}."
+            return TextReply([Untrusted("pack", text), line])
+
+        return await long_call(deps, ctx, "export_context_pack", args, work)
+
+    return [
+        define(
+            export_context_pack,
+            title="Export a context pack",
+            read_only=True,
+            open_world=True,
+            idempotent=True,
+        ),
+    ]

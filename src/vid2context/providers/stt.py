@@ -1,0 +1,86 @@
+"""The speech-to-text ladder: which rungs exist, and in which order they are tried.
+
+Every rung the settings know about is in the ladder, enabled or not, so health and ``/models``
+can list what could run and which variable would turn it on; the pipeline skips the disabled
+ones with an ``Attempt`` saying so. The order is by tier (``speech.TIERS``): the local model
+first (free, private, no upload), then free tiers with keys (Groq, Workers AI), keyless
+endpoints, then paid ones; within a tier, the order below.
+
+Portable: the local model is added by ``build_local_runtime`` (``providers/whisper_local.py``),
+the Worker's ``AI`` binding rung by the Worker's runtime builder.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import httpx
+
+from ..chunking import SttPlan
+from ..settings import Settings
+from .speech import TIERS, SpeechToText
+from .whisper_groq import DEFAULT_BASE_URL as GROQ_BASE_URL
+from .whisper_groq import GROQ_MODEL, GroqWhisper
+from .whisper_openai import OpenAICompatibleWhisper
+from .whisper_workers_ai import WorkersAIWhisper
+
+__all__ = ["hosted_rungs", "ordered", "stt_plan"]
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def hosted_rungs(settings: Settings, http: httpx.AsyncClient) -> list[SpeechToText]:
+    """The hosted Whisper rungs, in their order within a tier."""
+    rungs: list[SpeechToText] = []
+    if _installed("groq"):
+        rungs.append(GroqWhisper(api_key=settings.groq_api_key, base_url=settings.groq_base_url, http=http))
+    else:  # same service and wire protocol, over plain httpx (the Worker has no groq SDK)
+        rungs.append(
+            OpenAICompatibleWhisper(
+                http,
+                url=(settings.groq_base_url or GROQ_BASE_URL).rstrip("/") + "/openai/v1",
+                model=GROQ_MODEL,
+                key=settings.groq_api_key,
+                service="groq",
+                tier="free",
+                requires=("GROQ_API_KEY",),
+                provider=GroqWhisper.provider,
+                name=GroqWhisper.name,
+            )
+        )
+        rungs[-1].enabled = bool(settings.groq_api_key)
+    if _installed("cloudflare"):
+        rungs.append(
+            WorkersAIWhisper(
+                account_id=settings.cloudflare_account_id,
+                api_token=settings.cloudflare_api_token,
+                base_url=settings.cloudflare_base_url,
+                http=http,
+            )
+        )
+    rungs.append(
+        OpenAICompatibleWhisper(
+            http,
+            url=settings.stt_url,
+            model=settings.stt_model,
+            key=settings.stt_key,
+            keyless_allowed=settings.keyless,
+        )
+    )
+    return rungs
+
+
+def ordered(rungs: list[SpeechToText]) -> list[SpeechToText]:
+    """``rungs`` by tier (local, free, keyless, paid), keeping their order within a tier."""
+    return sorted(rungs, key=lambda rung: TIERS.index(rung.tier))
+
+
+def stt_plan(settings: Settings, **overrides: object) -> SttPlan:
+    """Piece size and concurrency from the settings (never below one)."""
+    return SttPlan(
+        concurrency=max(1, settings.stt_concurrency),
+        chunk_bytes=max(1, settings.stt_chunk_mb) * 1024 * 1024,
+        **overrides,  # type: ignore[arg-type]
+    )

@@ -1,0 +1,742 @@
+"""Any site yt-dlp understands, through the ``yt-dlp`` program run as a subprocess.
+
+Local only. One ``yt-dlp`` run per question, each bounded by ``VID2CONTEXT_YTDLP_TIMEOUT_S`` and
+the call's deadline, its whole process group stopped when time is up (``process.run_program``):
+
+    metadata ........ ``-J --flat-playlist --no-playlist URL``: title, chapters, the caption list;
+                      memoised in ``ctx.memo`` so captions and audio reuse it without extracting again
+    captions ........ ``--load-info-json`` of that answer, ``--skip-download --write-(auto-)subs``
+                      for the chosen track (json3, srv3, vtt or srt), parsed by ``subtitles.py``
+    audio ........... ``-f wa/ba/w`` (the smallest audio-only format, else the smallest with sound)
+                      into a folder; ``download_audio`` returns the file for speech-to-text
+    items ........... ``--flat-playlist -J --playlist-end N``: playlists, channels, feeds
+    comments ........ ``--write-comments -J`` with ``youtube:max_comments=N,N,0,0`` (no replies)
+
+Every run gets ``--ignore-config`` (a user's config must not change what we parse), the proxy
+(``VID2CONTEXT_PROXY``), the cookies file (``VID2CONTEXT_YTDLP_COOKIES``), the extra arguments
+(``VID2CONTEXT_YTDLP_ARGS``), and ``--`` before the URL so no input is read as an option. Cookie
+contents are never read or logged; proxy credentials are masked in every message.
+
+yt-dlp's ``ERROR:`` lines, as our codes (first match wins)::
+
+    "not a bot" (sign-in to prove it) .............. blocked
+    age check ("confirm your age", age-restricted) . unavailable
+    private video .................................. unavailable
+    geo restriction ("not available in your country") unavailable (hint: a proxy elsewhere)
+    members-only, paid ............................. unavailable
+    HTTP 429 ....................................... rate-limited
+    HTTP 403 ....................................... blocked (update yt-dlp, cookies or a proxy)
+    "Unsupported URL", file:// refused ............. unsupported-input
+    other sign-in / login required ................. unavailable (hint: cookies)
+    "Video unavailable", removed, HTTP 404 ......... not-found
+    live event not started, DRM, no formats ........ unavailable
+    ffmpeg missing ................................. no-provider
+    "timed out" .................................... timeout
+    network errors, anything else .................. upstream (yt-dlp's words, credentials masked)
+
+yt-dlp missing, not runnable or older than ``MIN_VERSION`` is ``no-provider`` with the install hint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urldefrag
+
+from ..chapters import choose_chapters
+from ..ctx import Ctx
+from ..errors import ErrorCode, VidError
+from ..inputs import is_list, parse_input
+from ..models import CaptionTrack, Comment, Thumbnail, Transcript, VideoMetadata, VideoRef
+from ..settings import Settings
+from .captions import choose_track
+from .localfile import media_mime
+from .process import Completed, run_program
+from .speech import AudioInput
+from .subtitles import SUBTITLE_EXTENSIONS, parse_subtitles
+
+__all__ = [
+    "AUDIO_FORMAT",
+    "INSTALL_HINT",
+    "MIN_VERSION",
+    "YtDlpProvider",
+    "find_ytdlp",
+    "parse_version",
+    "ytdlp_error",
+]
+
+MIN_VERSION = (2025, 1, 1)
+"""Oldest yt-dlp we run: the release ``pyproject.toml`` asks for (YouTube breaks older ones anyway)."""
+INSTALL_HINT = (
+    "Install or update yt-dlp (`pip install -U yt-dlp`, or `pip install 'vid2context[local]'`), "
+    "or set VID2CONTEXT_YTDLP to its path."
+)
+AUDIO_FORMAT = "wa[abr>=?32]/wa/ba/w"
+"""Smallest audio-only format that still sounds like speech, else any audio-only, else the smallest
+format with sound: speech-to-text needs no video and no hi-fi audio."""
+SUB_FORMATS = "json3/srv3/vtt/srt/srv2/srv1"
+PRODUCER = "ytdlp"
+AUDIO_TIMEOUT_FACTOR = 5
+
+_SKIPPED_TRACKS = {"live_chat", "danmaku", "comments", "rechat"}
+_SMUGGLE = "__youtubedl_smuggle"
+_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@:]+(?::[^\s/@]*)?@")
+_VERSION = re.compile(r"(\d{4})\.(\d{1,2})\.(\d{1,2})")
+_ERROR_LINE = re.compile(r"^ERROR:\s*(?:\[[^\]]*\]\s*)?(?:[^\s:]{1,64}:\s+)?(.*)$", re.MULTILINE)
+_TRAILERS = (" Use --cookies", " See  https://", " See https://", "; please report this issue", " Confirm you are on")
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """``(2026, 10, 26)`` from ``yt-dlp --version`` output (``2026.10.26``, nightly ``.123456`` too)."""
+    match = _VERSION.search(text)
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+
+
+def find_ytdlp(configured: str | None = None) -> str:
+    """The program to run: the setting, else ``yt-dlp`` on PATH, else the one beside this Python
+    (a virtualenv's ``bin``, which is not on PATH when nobody activated it)."""
+    if configured:
+        return os.path.expanduser(configured)
+    found = shutil.which("yt-dlp")
+    if found:
+        return found
+    beside = Path(sys.executable).parent / "yt-dlp"
+    return str(beside) if beside.is_file() else "yt-dlp"
+
+
+def _mask(text: str, secrets: Sequence[str] = ()) -> str:
+    text = _CREDENTIALS.sub(r"\1***@", text)
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _said(stderr: str, secrets: Sequence[str]) -> str:
+    """yt-dlp's own words: its first ERROR line, without the extractor prefix and FAQ trailers."""
+    lines = _ERROR_LINE.findall(stderr)
+    said = lines[0] if lines else next((line for line in reversed(stderr.splitlines()) if line.strip()), "")
+    for trailer in _TRAILERS:
+        said = said.split(trailer, 1)[0]
+    said = " ".join(_mask(said, secrets).split())
+    return said[:240].rstrip(" .") or "no error message"
+
+
+def ytdlp_error(stderr: str, subject: str, *, secrets: Sequence[str] = ()) -> VidError:
+    """What a failed yt-dlp run means, from its stderr (see the table in the module docstring)."""
+    errors = "\n".join(_ERROR_LINE.findall(stderr)) or stderr[-2000:]
+    plain = errors.replace("\u2019", "'").lower()
+    said = _said(stderr, secrets)
+
+    def error(code: ErrorCode, message: str, hint: str) -> VidError:
+        return VidError(code, f"{message} (yt-dlp: {said}).", hint=hint)
+
+    cookies = "set VID2CONTEXT_YTDLP_COOKIES to a cookies file exported from a browser signed in to the site"
+    if "not a bot" in plain or "not a robot" in plain:
+        return error(
+            ErrorCode.BLOCKED,
+            f"The site asks to sign in to prove this is not a bot ({subject})",
+            f"Update yt-dlp, {cookies}, or set VID2CONTEXT_PROXY to a residential proxy.",
+        )
+    if any(k in plain for k in ("confirm your age", "age-restricted", "age restricted", "inappropriate for some")):
+        return error(ErrorCode.UNAVAILABLE, f"{subject} is age-restricted", f"To read it, {cookies}.")
+    if "private video" in plain or "video is private" in plain or "is private" in plain:
+        return error(
+            ErrorCode.UNAVAILABLE, f"{subject} is private", f"Only accounts it is shared with can see it; {cookies}."
+        )
+    if any(k in plain for k in ("your country", "geo restrict", "geo-restrict", "your location", "your region")):
+        return error(
+            ErrorCode.UNAVAILABLE,
+            f"{subject} is not available from this location",
+            "Set VID2CONTEXT_PROXY to a proxy in a country where the video is available.",
+        )
+    if any(k in plain for k in ("members-only", "members only", "join this channel", "requires payment", "premium")):
+        return error(ErrorCode.UNAVAILABLE, f"{subject} is for members or subscribers only", f"With access, {cookies}.")
+    if "429" in plain or "too many requests" in plain:
+        return error(
+            ErrorCode.RATE_LIMITED,
+            f"The site is rate-limiting requests from this address ({subject})",
+            "Wait and retry; if it persists, set VID2CONTEXT_PROXY.",
+        )
+    if "403" in plain and "forbidden" in plain or "http error 403" in plain:
+        return error(
+            ErrorCode.BLOCKED,
+            f"The site refused the download with HTTP 403 ({subject})",
+            f"Update yt-dlp (`pip install -U yt-dlp`); if it persists, {cookies} or set VID2CONTEXT_PROXY.",
+        )
+    if "unsupported url" in plain or "not a valid url" in plain or "file:// urls are disabled" in plain:
+        return error(
+            ErrorCode.UNSUPPORTED_INPUT,
+            f"yt-dlp cannot read {subject}",
+            "Give the page of a single video on a site yt-dlp supports, or a direct link to a media file.",
+        )
+    if any(k in plain for k in ("sign in", "log in", "login", "registered users", "requires authentication")):
+        return error(ErrorCode.UNAVAILABLE, f"{subject} needs a signed-in account", f"To read it, {cookies}.")
+    if "ffmpeg" in plain and ("not found" in plain or "not installed" in plain):
+        return error(
+            ErrorCode.NO_PROVIDER,
+            f"yt-dlp needs ffmpeg for {subject}",
+            "Install ffmpeg (`apt-get install ffmpeg`, `brew install ffmpeg`).",
+        )
+    if any(
+        k in plain
+        for k in ("video unavailable", "is unavailable", "does not exist", "404", "has been removed",
+                  "no longer available", "been terminated", "video not found")
+    ):  # fmt: skip
+        return error(
+            ErrorCode.NOT_FOUND,
+            f"{subject} was not found",
+            "Check the URL; the video may have been removed or made private.",
+        )
+    if any(k in plain for k in ("live event will begin", "premieres in", "is offline", "not started")):
+        return error(
+            ErrorCode.UNAVAILABLE, f"{subject} has not started yet", "Retry once it is available as a recording."
+        )
+    if "drm" in plain:
+        return error(ErrorCode.UNAVAILABLE, f"{subject} is DRM-protected", "Protected videos cannot be read.")
+    if "requested format is not available" in plain or "no video formats found" in plain:
+        return error(
+            ErrorCode.UNAVAILABLE,
+            f"yt-dlp found no format it can download for {subject}",
+            "Update yt-dlp (`pip install -U yt-dlp`) and retry.",
+        )
+    if "timed out" in plain:
+        return error(
+            ErrorCode.TIMEOUT,
+            f"The site did not answer in time ({subject})",
+            "Retry; if it keeps timing out, check the network and VID2CONTEXT_PROXY.",
+        )
+    return error(
+        ErrorCode.UPSTREAM,
+        f"yt-dlp could not read {subject}",
+        "Retry later; check the network and VID2CONTEXT_PROXY, and update yt-dlp (`pip install -U yt-dlp`).",
+    )
+
+
+# --- info JSON to our shapes ----------------------------------------------------------------------
+
+
+def _str(value: Any) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+        return None
+    return float(value)
+
+
+def _published(info: dict[str, Any]) -> str | None:
+    for key in ("upload_date", "release_date"):
+        raw = info.get(key)
+        if isinstance(raw, str) and re.fullmatch(r"\d{8}", raw):
+            return f"{raw[:4]}-{raw[4:6]}-{raw[6:]}"
+    for key in ("timestamp", "release_timestamp"):
+        stamp = _number(info.get(key))
+        if stamp is not None:
+            try:
+                return datetime.fromtimestamp(stamp, UTC).date().isoformat()
+            except (OverflowError, OSError, ValueError):
+                continue
+    return None
+
+
+def _thumbnails(info: dict[str, Any]) -> list[Thumbnail]:
+    found: list[Thumbnail] = []
+    seen: set[str] = set()
+    items = info.get("thumbnails") if isinstance(info.get("thumbnails"), list) else []
+    if not items and isinstance(info.get("thumbnail"), str):
+        items = [{"url": info["thumbnail"]}]
+    for item in items:
+        url = item.get("url") if isinstance(item, dict) else None
+        if not isinstance(url, str) or not url.startswith(("https://", "http://")) or url in seen:
+            continue
+        seen.add(url)
+        width, height = item.get("width"), item.get("height")
+        found.append(
+            Thumbnail(
+                url=url,
+                width=width if isinstance(width, int) and not isinstance(width, bool) else None,
+                height=height if isinstance(height, int) and not isinstance(height, bool) else None,
+            )
+        )
+    return found[-8:]  # yt-dlp lists them worst first; YouTube has dozens
+
+
+def _markers(info: dict[str, Any]) -> list[dict[str, Any]]:
+    """yt-dlp's chapters in the marker shape ``chapters.py`` reads (sorted, cleaned, clipped there)."""
+    markers = []
+    for chapter in info.get("chapters") or []:
+        if isinstance(chapter, dict) and (start := _number(chapter.get("start_time"))) is not None:
+            markers.append({"timeRangeStartMillis": start * 1000, "title": str(chapter.get("title") or "")})
+    return markers
+
+
+def _is_playlist(info: dict[str, Any]) -> bool:
+    return info.get("_type") in ("playlist", "multi_video")
+
+
+def _metadata(ref: VideoRef, info: dict[str, Any]) -> VideoMetadata:
+    duration = _number(info.get("duration"))
+    description = _str(info.get("description"))
+    tags = [t for t in info.get("tags") or [] if isinstance(t, str)][:100]
+    views = info.get("view_count")
+    return VideoMetadata(
+        id=ref.id,
+        platform=ref.platform,
+        title=_str(info.get("title")) or _str(info.get("fulltitle")) or _str(info.get("id")) or ref.id,
+        url=ref.url or _str(info.get("webpage_url")),
+        channel=_str(info.get("channel")) or _str(info.get("uploader")) or _str(info.get("creator")),
+        channel_id=_str(info.get("channel_id")) or _str(info.get("uploader_id")),
+        duration_sec=duration or None,
+        published_at=_published(info),
+        description=description,
+        thumbnails=_thumbnails(info),
+        tags=tags,
+        view_count=views if isinstance(views, int) and not isinstance(views, bool) else None,
+        language=_str(info.get("language")),
+        is_live=bool(info.get("is_live")) or info.get("live_status") == "is_live",
+        chapters=[] if _is_playlist(info) else choose_chapters(
+            creator_markers=_markers(info), description=description, duration_sec=duration or None
+        ),
+    )
+
+
+def _readable(formats: Any) -> bool:
+    return isinstance(formats, list) and any(
+        isinstance(f, dict) and f.get("ext") in SUBTITLE_EXTENSIONS for f in formats
+    )
+
+
+def _is_translation(formats: list[dict[str, Any]]) -> bool:
+    return any("tlang=" in str(f.get("url") or "") for f in formats if isinstance(f, dict))
+
+
+def _track_name(formats: list[dict[str, Any]], fallback: str) -> str:
+    for f in formats:
+        if isinstance(f, dict) and isinstance(f.get("name"), str) and f["name"].strip():
+            return f["name"].strip()
+    return fallback
+
+
+class _Tracks:
+    """The caption tracks an info JSON lists, with the yt-dlp key and kind each one downloads by."""
+
+    def __init__(self, info: dict[str, Any]) -> None:
+        self.tracks: list[CaptionTrack] = []
+        self.keys: list[tuple[str, bool]] = []  # (yt-dlp language key, is automatic)
+        manual = info.get("subtitles") if isinstance(info.get("subtitles"), dict) else {}
+        auto = info.get("automatic_captions") if isinstance(info.get("automatic_captions"), dict) else {}
+        auto = {k: v for k, v in auto.items() if isinstance(k, str) and _readable(v) and "," not in k}
+        # YouTube lists its machine translations as automatic captions (their URLs carry tlang=) and
+        # marks the original language's track "-orig": translations are offered as such, not as tracks.
+        self.translations = {k: k for k, v in auto.items() if _is_translation(v)}
+        originals = {k: v for k, v in auto.items() if k.endswith("-orig")}
+        if not originals:
+            originals = {k: v for k, v in auto.items() if k not in self.translations}
+        for key, formats in manual.items():
+            if isinstance(key, str) and key not in _SKIPPED_TRACKS and "," not in key and _readable(formats):
+                self._add(key, key, _track_name(formats, key), "manual")
+        for key, formats in originals.items():
+            language = key.removesuffix("-orig")
+            self._add(key, language, _track_name(formats, language).removesuffix(" (Original)"), "auto")
+
+    def _add(self, key: str, language: str, name: str, kind: str) -> None:
+        self.tracks.append(
+            CaptionTrack(
+                language=language,
+                name=name,
+                kind=kind,  # type: ignore[arg-type]
+                translatable=bool(self.translations),
+            )
+        )
+        self.keys.append((key, kind == "auto"))
+
+
+# --- the provider --------------------------------------------------------------------------------
+
+
+class YtDlpProvider:
+    """``SourceProvider`` over the ``yt-dlp`` program: web pages, and YouTube as a later rung.
+
+    ``download_audio(ref, ctx)`` is the extra the speech-to-text ladder uses.
+    """
+
+    id = "ytdlp"
+    name = "yt-dlp"
+
+    def __init__(
+        self,
+        *,
+        binary: str | None = None,
+        cookies: str | None = None,
+        proxy: str | None = None,
+        extra_args: Sequence[str] = (),
+        timeout_s: float = 120,
+        platforms: Sequence[str] = ("web", "youtube"),
+        max_items: int = 500,
+        public: bool = False,
+    ) -> None:
+        self.binary = find_ytdlp(binary)
+        self._cookies = os.path.expanduser(cookies) if cookies else None
+        self._proxy = proxy
+        self._extra = list(extra_args)
+        self.timeout_s = timeout_s
+        self._platforms = frozenset(platforms)
+        self._max_items = max_items
+        self._public = public
+        self._ready = False
+        self._audio_dirs: set[str] = set()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, platforms: Sequence[str] = ("web", "youtube")) -> YtDlpProvider:
+        try:
+            extra = shlex.split(settings.ytdlp_args or "")
+        except ValueError as exc:
+            raise VidError(
+                ErrorCode.BAD_REQUEST,
+                f"VID2CONTEXT_YTDLP_ARGS cannot be split into arguments: {exc}.",
+                hint="Quote it like a shell command line, e.g. --cookies-from-browser firefox.",
+            ) from None
+        return cls(
+            binary=settings.ytdlp,
+            cookies=settings.ytdlp_cookies,
+            proxy=settings.proxy,
+            extra_args=extra,
+            timeout_s=settings.ytdlp_timeout_s or 120,
+            platforms=platforms,
+            max_items=settings.max_playlist_items,
+            public=settings.public,
+        )
+
+    def accepts(self, ref: VideoRef) -> bool:
+        return ref.platform in self._platforms
+
+    # -- the protocol --
+
+    async def metadata(self, ref: VideoRef, ctx: Ctx) -> VideoMetadata:
+        return _metadata(ref, await self._info(ref, ctx))
+
+    async def caption_tracks(self, ref: VideoRef, ctx: Ctx) -> list[CaptionTrack]:
+        return _Tracks(self._single(ref, await self._info(ref, ctx))).tracks
+
+    async def captions(self, ref: VideoRef, ctx: Ctx, *, lang: str | None = None) -> Transcript:
+        info = self._single(ref, await self._info(ref, ctx))
+        listed = _Tracks(info)
+        choice = choose_track(
+            listed.tracks,
+            lang=lang,
+            video_language=_str(info.get("language")),
+            translation_languages=list(listed.translations),
+        )
+        subject = self._subject(ref)
+        if choice is None:
+            raise VidError(
+                ErrorCode.NO_TRANSCRIPT,
+                f"{subject} has no captions that yt-dlp can read.",
+                hint="Use mode=stt to transcribe the audio instead.",
+            )
+        track = listed.tracks[choice.index]
+        key, automatic = listed.keys[choice.index]
+        if choice.translate_to:
+            key, automatic = listed.translations[choice.translate_to], True
+        ctx.progress("captions", None, f"downloading {choice.translate_to or track.language} captions")
+        segments, ext = await self._download_subtitles(ref, ctx, info, key, automatic)
+        if not segments:
+            raise VidError(
+                ErrorCode.NO_TRANSCRIPT,
+                f"The {track.language} captions of {subject} are empty.",
+                hint="Use mode=stt to transcribe the audio instead.",
+            )
+        origin = "captions-translated" if choice.translate_to else f"captions-{track.kind}"
+        return Transcript(
+            language=choice.translate_to or track.language,
+            origin=origin,  # type: ignore[arg-type]
+            timing="caption",
+            producer=f"{PRODUCER}/{ext}",
+            segments=segments,
+            note=choice.note,
+        )
+
+    async def items(self, ref: VideoRef, ctx: Ctx, *, limit: int | None = None) -> list[VideoRef]:
+        limit = self._max_items if limit is None else max(0, min(limit, self._max_items))
+        if limit == 0:
+            return []
+        url = self._url(ref)
+        if ref.platform == "youtube" and ref.kind == "channel" and not re.search(r"/(videos|streams|shorts)$", url):
+            url += "/videos"  # a channel's home page lists tabs, not videos
+        info = self._json(await self._run(["--flat-playlist", "-J", "--playlist-end", str(limit)], url, ctx, ref))
+        if not _is_playlist(info):
+            return [ref]
+        local_ok = url.lower().startswith("file:")
+        found: list[VideoRef] = []
+        seen: set[str] = set()
+        for entry in info.get("entries") or []:
+            if len(found) >= limit:
+                break
+            item = self._entry_ref(entry, local_ok)
+            if item is not None and item.id not in seen:
+                seen.add(item.id)
+                found.append(item)
+        return found
+
+    async def comments(self, ref: VideoRef, ctx: Ctx, *, limit: int) -> list[Comment]:
+        limit = max(0, limit)
+        if limit == 0:
+            return []
+        args = [
+            "--write-comments", "--no-playlist", "--flat-playlist", "-J",
+            "--extractor-args", f"youtube:max_comments={limit},{limit},0,0",
+        ]  # fmt: skip
+        info = self._json(await self._run(args, self._url(ref), ctx, ref))
+        found: list[Comment] = []
+        for item in info.get("comments") or []:
+            if not isinstance(item, dict) or item.get("parent", "root") != "root":
+                continue
+            text = _str(item.get("text"))
+            if text is None:
+                continue
+            likes = item.get("like_count")
+            stamp = _number(item.get("timestamp"))
+            found.append(
+                Comment(
+                    id=str(item.get("id") or len(found)),
+                    text=text,
+                    author=_str(item.get("author")),
+                    like_count=likes if isinstance(likes, int) and not isinstance(likes, bool) else None,
+                    published_at=datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                    if stamp is not None
+                    else None,
+                )
+            )
+            if len(found) >= limit:
+                break
+        return found
+
+    # -- audio, for speech-to-text --
+
+    async def audio(self, ref: VideoRef, ctx: Ctx) -> AudioInput:
+        """``AudioSource``: ``download_audio`` into a temporary folder that ``release_audio`` removes."""
+        folder = tempfile.mkdtemp(prefix="vid2context-audio-")
+        self._audio_dirs.add(folder)
+        try:
+            path = await self.download_audio(ref, ctx, dest_dir=folder)
+        except BaseException:
+            self._audio_dirs.discard(folder)
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        cached = ctx.memo.get(("ytdlp.info", self._url(ref)))
+        duration = _number(cached[0].get("duration")) if isinstance(cached, tuple) else None
+        return AudioInput.from_path(str(path), mime=media_mime(path), duration_sec=duration or None)
+
+    async def release_audio(self, audio: AudioInput) -> None:
+        """Remove the folder ``audio`` made; other paths are left alone."""
+        folder = os.path.dirname(audio.path or "")
+        if folder in self._audio_dirs:
+            self._audio_dirs.discard(folder)
+            await asyncio.to_thread(shutil.rmtree, folder, True)
+
+    async def download_audio(self, ref: VideoRef, ctx: Ctx, *, dest_dir: str | os.PathLike[str] | None = None) -> Path:
+        """The video's smallest audio (no video track) as a file, as the site serves it (m4a, webm...).
+
+        Written into ``dest_dir``, or a new temporary folder when none is given; the file is the
+        caller's: remove its folder when done. Reuses the metadata call's extraction when the same
+        ``ctx`` already ran it. Speech-to-text may want ``localfile.extract_audio`` next, for mono
+        16 kHz audio of a known size.
+        """
+        folder = Path(dest_dir) if dest_dir is not None else Path(tempfile.mkdtemp(prefix="vid2context-audio-"))
+        folder.mkdir(parents=True, exist_ok=True)
+        args = [
+            "-f", AUDIO_FORMAT, "--no-playlist", "--no-part", "--no-mtime", "--ignore-no-formats-error",
+            "-P", str(folder), "-o", "audio.%(ext)s", "--print", "after_move:filepath", "--no-simulate",
+        ]  # fmt: skip
+        ctx.progress("audio", None, "downloading the audio")
+        cached = ctx.memo.get(("ytdlp.info", self._url(ref)))
+        timeout = self.timeout_s * AUDIO_TIMEOUT_FACTOR
+        if isinstance(cached, tuple):
+            info_file = folder / "info.json"
+            info_file.write_bytes(cached[1])
+            try:
+                done = await self._run([*args, "--load-info-json", str(info_file)], None, ctx, ref, timeout=timeout)
+            finally:
+                info_file.unlink(missing_ok=True)
+        else:
+            done = await self._run(args, self._url(ref), ctx, ref, timeout=timeout)
+        printed = [line.strip() for line in done.stdout.decode("utf-8", "replace").splitlines() if line.strip()]
+        path = Path(printed[-1]) if printed else None
+        if path is None or not path.is_file():
+            files = sorted(p for p in folder.glob("audio.*") if p.is_file())
+            path = files[0] if files else None
+        if path is None:
+            raise VidError(
+                ErrorCode.UNAVAILABLE,
+                f"yt-dlp downloaded no audio for {self._subject(ref)}.",
+                hint="The page may have no media; update yt-dlp and retry.",
+            )
+        if path.stat().st_size == 0:
+            raise VidError(
+                ErrorCode.NO_TRANSCRIPT,
+                f"The audio of {self._subject(ref)} is empty.",
+                hint="There is nothing to transcribe.",
+            )
+        return path
+
+    # -- running yt-dlp --
+
+    def _url(self, ref: VideoRef) -> str:
+        return ref.url or ref.native_id
+
+    def _subject(self, ref: VideoRef) -> str:
+        if ref.platform == "youtube":
+            return f"video {ref.native_id}" if ref.kind == "video" else f"{ref.kind} {ref.native_id}"
+        url = _mask(self._url(ref), [self._proxy or ""])
+        return url if len(url) <= 100 else url[:97] + "..."
+
+    def _argv(self, args: Sequence[str], url: str | None) -> list[str]:
+        argv = [self.binary, "--ignore-config", "--no-progress", "--socket-timeout", "30"]
+        if self._proxy:
+            argv += ["--proxy", self._proxy]
+        if self._cookies:
+            argv += ["--cookies", self._cookies]
+        argv += [*self._extra, *args]  # ours last: on a repeated option, the last one wins
+        if url is not None:
+            argv += ["--", url]
+        return argv
+
+    async def _ensure_ready(self, ctx: Ctx) -> None:
+        """yt-dlp is there and new enough; checked once per provider (one process run)."""
+        if self._ready:
+            return
+        done = await run_program(
+            [self.binary, "--version"], ctx, timeout=30, what="yt-dlp", missing_hint=INSTALL_HINT, env=self._env()
+        )
+        version = parse_version(done.stdout.decode("utf-8", "replace"))
+        if done.returncode != 0 or version is None:
+            raise VidError(
+                ErrorCode.NO_PROVIDER,
+                f"{os.path.basename(self.binary)} did not answer --version as yt-dlp does.",
+                hint=INSTALL_HINT,
+            )
+        if version < MIN_VERSION:
+            shown, needed = ".".join(map(str, version)), ".".join(f"{n:02d}" for n in MIN_VERSION)
+            raise VidError(
+                ErrorCode.NO_PROVIDER,
+                f"yt-dlp {shown} is too old; vid2context needs {needed} or newer.",
+                hint="Update it: `pip install -U yt-dlp` (or `yt-dlp -U` for the standalone program).",
+            )
+        self._ready = True
+
+    def _env(self) -> dict[str, str]:
+        return {**os.environ, "PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8"}
+
+    async def _run(
+        self, args: Sequence[str], url: str | None, ctx: Ctx, ref: VideoRef, *, timeout: float | None = None
+    ) -> Completed:
+        await self._ensure_ready(ctx)
+        done = await run_program(
+            self._argv(args, url),
+            ctx,
+            timeout=timeout or self.timeout_s,
+            what="yt-dlp",
+            missing_hint=INSTALL_HINT,
+            env=self._env(),
+        )
+        if done.returncode != 0:
+            raise ytdlp_error(done.stderr, self._subject(ref), secrets=[self._proxy or ""])
+        return done
+
+    def _json(self, done: Completed) -> dict[str, Any]:
+        try:
+            info = json.loads(done.stdout)
+        except ValueError:
+            info = None
+        if not isinstance(info, dict):
+            raise VidError(
+                ErrorCode.UPSTREAM,
+                "yt-dlp's answer was not the JSON it prints with -J.",
+                hint="Check VID2CONTEXT_YTDLP_ARGS for options that change the output, and update yt-dlp.",
+            )
+        return info
+
+    async def _info(self, ref: VideoRef, ctx: Ctx) -> dict[str, Any]:
+        """``yt-dlp -J`` for the ref, once per call: kept in ``ctx.memo`` with its raw bytes."""
+        url = self._url(ref)
+        key = ("ytdlp.info", url)
+        lock = ctx.memo.setdefault(("ytdlp.lock", url), asyncio.Lock())
+        async with lock:
+            cached = ctx.memo.get(key)
+            if isinstance(cached, tuple):
+                return cached[0]
+            done = await self._run(["-J", "--flat-playlist", "--no-playlist"], url, ctx, ref)
+            info = self._json(done)
+            ctx.memo[key] = (info, done.stdout)
+            return info
+
+    def _single(self, ref: VideoRef, info: dict[str, Any]) -> dict[str, Any]:
+        if _is_playlist(info):
+            raise VidError(
+                ErrorCode.BAD_REQUEST,
+                f"{self._subject(ref)} is a list of videos, not one video.",
+                hint="List its videos with the items route (or `list_items`) and ask for each one.",
+            )
+        return info
+
+    async def _download_subtitles(
+        self, ref: VideoRef, ctx: Ctx, info: dict[str, Any], key: str, automatic: bool
+    ) -> tuple[list, str]:
+        """One caption track through yt-dlp (its cookies, headers and tokens), from the memoised info."""
+        folder = Path(tempfile.mkdtemp(prefix="vid2context-subs-"))
+        try:
+            info_file = folder / "info.json"
+            cached = ctx.memo.get(("ytdlp.info", self._url(ref)))
+            info_file.write_bytes(cached[1] if isinstance(cached, tuple) else json.dumps(info).encode())
+            args = [
+                "--load-info-json", str(info_file), "--skip-download", "--ignore-no-formats-error",
+                "--write-auto-subs" if automatic else "--write-subs", "--sub-langs", re.escape(key),
+                "--sub-format", SUB_FORMATS, "-P", str(folder), "-o", "sub.%(ext)s",
+            ]  # fmt: skip
+            await self._run(args, None, ctx, ref)
+            files = sorted(p for p in folder.glob("sub.*") if p.is_file() and p.name != "info.json")
+            if not files:
+                raise VidError(
+                    ErrorCode.UPSTREAM,
+                    f"yt-dlp wrote no caption file for {self._subject(ref)} ({key}).",
+                    hint="Retry; if it persists, update yt-dlp or use mode=stt.",
+                )
+            ext = files[0].suffix.lstrip(".").lower()
+            text = files[0].read_bytes()
+            return parse_subtitles(text, ext=ext, source=self._subject(ref)), ext
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _entry_ref(self, entry: Any, local_ok: bool) -> VideoRef | None:
+        """A list entry as a video reference; entries that are lists, or unreadable, are skipped."""
+        if not isinstance(entry, dict):
+            return None
+        candidates = [entry.get("url"), entry.get("webpage_url"), entry.get("original_url")]
+        if entry.get("ie_key") == "Youtube" and isinstance(entry.get("id"), str):
+            candidates.append(entry["id"])
+        for candidate in candidates:
+            if not isinstance(candidate, str) or not candidate.strip():
+                continue
+            url, fragment = urldefrag(candidate.strip())
+            if not fragment.startswith(_SMUGGLE):
+                url = candidate.strip()
+            try:
+                item = parse_input(url, public=self._public)
+            except VidError:
+                continue
+            if is_list(item) or item.platform == "upload" or (item.platform == "local" and not local_ok):
+                continue  # a remote feed never names files on this machine
+            return item
+        return None

@@ -1,0 +1,274 @@
+"""``/mcp`` over Streamable HTTP: the real app under ``vid2context serve`` (granian) on loopback.
+
+The SDK's own HTTP client talks to it in both protocol versions (2026-07-28, and 2025-11-25 with
+``mode="legacy"``); raw requests check what the mount answers before the SDK sees anything: 401,
+403 (Origin, Host), 405 (GET, DELETE), 429, and the public discovery documents.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from vid2context.mcp.fences import unfence
+
+from .youtube_replay import ReplayServer
+
+pytestmark = pytest.mark.slow
+
+TOKENS = ("t0k3n-one", "t0k3n-two", "t0k3n-rate")
+RATE = 40
+ALLOWED_ORIGIN = "https://app.example"
+ALLOWED_HOST = "mcp.example.test"
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "vid2context"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app serving on 127.0.0.1, its YouTube a replay server; yields its origin."""
+    home = tmp_path_factory.mktemp("home")
+    port = _free_port()
+    with ReplayServer() as replay:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VID2CONTEXT_")}
+        env.update(
+            VID2CONTEXT_HOME=str(home),
+            VID2CONTEXT_YOUTUBE_ORIGIN=replay.origin,
+            VID2CONTEXT_MCP_TOKENS=",".join(TOKENS),
+            VID2CONTEXT_MCP_RATE_LIMIT=str(RATE),
+            VID2CONTEXT_CORS_ORIGINS=ALLOWED_ORIGIN,
+            VID2CONTEXT_MCP_ALLOWED_HOSTS=ALLOWED_HOST,
+            VID2CONTEXT_FILE_ROOTS=str(home),
+            VID2CONTEXT_ACCESS_LOG="0",
+        )
+        log = (home / "server.log").open("w")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "vid2context", "serve", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=log,
+        )
+        origin = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if httpx.get(origin + "/api/v1/health", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError((home / "server.log").read_text())
+                time.sleep(0.2)
+            yield origin
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+            log.close()
+
+
+def _client(origin: str, token: str = TOKENS[0], mode: str = "auto") -> Client:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    return Client(streamable_http_client(origin + "/mcp", http_client=http), mode=mode)
+
+
+def _text(result: Any) -> str:
+    return "\n".join(block.text for block in result.content)
+
+
+# --- the SDK's client, both protocol versions ----------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("mode", "version"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+async def test_the_sdk_client_uses_every_kind_of_primitive(server: str, mode: str, version: str) -> None:
+    async with _client(server, mode=mode) as client:
+        assert client.protocol_version == version
+        assert "get_outline" in (client.instructions or "")
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert len(tools) == 16
+        transcript = await client.call_tool("get_transcript", {"url": "GJLlxj_dtq8", "format": "srt"})
+        (inside,) = unfence(_text(transcript))
+        assert inside.startswith("1\n00:00:00,000 --> ")
+        outline = await client.call_tool("get_outline", {"url": "GJLlxj_dtq8"})
+        assert outline.structured_content["chapters"][0]["url"].endswith("&t=39s")
+        error = await client.call_tool("get_transcript", {"url": "dsMFmonKDD4"})
+        assert error.is_error and json.loads(error.content[0].text)["error"] == "no-transcript"
+        refused = await client.call_tool("export_obsidian", {"vaultPath": ".", "urls": ["GJLlxj_dtq8"]})
+        body = json.loads(refused.content[0].text)
+        assert refused.is_error and body["error"] == "forbidden" and "stdio" in body["hint"]
+        assert not list(Path(".").glob("*GJLlxj_dtq8*.md"))
+        unknown = await client.call_tool("get_job", {"job_id": "job_0123456789"})
+        assert json.loads(unknown.content[0].text)["error"] == "bad-request"
+        prompt = await client.get_prompt("brief", {"urls": "GJLlxj_dtq8"})
+        assert "get_outline" in prompt.messages[0].content.text
+        listed = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert "vid2context://video/youtube%3AGJLlxj_dtq8" in listed
+        read = await client.read_resource("vid2context://video/youtube%3AGJLlxj_dtq8")
+        assert json.loads(read.contents[0].text)["metadata"]["durationSec"] == 316
+
+
+@pytest.mark.anyio
+async def test_a_job_id_belongs_to_its_token(server: str) -> None:
+    """Another token cannot read a job (nor learn that it exists)."""
+    async with _client(server, TOKENS[1]) as other:
+        result = await other.call_tool("get_job", {"job_id": "job_" + "x" * 16})
+    assert json.loads(result.content[0].text)["error"] == "bad-request"
+
+
+# --- what the mount answers itself ---------------------------------------------------------------
+
+
+def _post(origin: str, *, token: str | None = TOKENS[0], **headers: str) -> httpx.Response:
+    sent = dict(MCP_HEADERS)
+    if token:
+        sent["Authorization"] = f"Bearer {token}"
+    sent.update(headers)
+    return httpx.post(origin + "/mcp", json=INIT, headers=sent, timeout=30)
+
+
+def _is_error_body(response: httpx.Response, code: str) -> None:
+    body = response.json()
+    assert body["error"]["code"] == code and body["error"]["message"] and body["error"]["hint"]
+    assert body["attempts"] == []
+
+
+def test_a_valid_token_reaches_the_sdk(server: str) -> None:
+    response = _post(server)
+    assert response.status_code == 200
+    assert response.json()["result"]["serverInfo"]["name"] == "vid2context"
+
+
+@pytest.mark.parametrize("token", [None, "wrong-token"])
+def test_a_missing_or_wrong_token_is_401(server: str, token: str | None) -> None:
+    response = _post(server, token=token)
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+    _is_error_body(response, "unauthorized")
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_get_and_delete_are_405(server: str, method: str) -> None:
+    response = httpx.request(
+        method, server + "/mcp", headers={"Authorization": f"Bearer {TOKENS[0]}"}, timeout=10
+    )
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST, OPTIONS"
+    _is_error_body(response, "bad-request")
+
+
+def test_an_origin_not_allowed_is_403_and_an_allowed_one_gets_cors(server: str) -> None:
+    refused = _post(server, Origin="https://evil.example")
+    assert refused.status_code == 403
+    _is_error_body(refused, "forbidden")
+    allowed = _post(server, Origin=ALLOWED_ORIGIN)
+    assert allowed.status_code == 200
+    assert allowed.headers["access-control-allow-origin"] == ALLOWED_ORIGIN
+    assert _post(server, Origin=server).status_code == 200  # the server's own origin
+    preflight = httpx.options(
+        server + "/mcp",
+        headers={
+            "Origin": ALLOWED_ORIGIN,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type, mcp-protocol-version",
+        },
+    )
+    assert preflight.status_code == 204
+    assert "mcp-protocol-version" in preflight.headers["access-control-allow-headers"]
+
+
+def test_a_host_not_loopback_or_allowed_is_403(server: str) -> None:
+    port = server.rsplit(":", 1)[1]
+    refused = _post(server, Host=f"evil.example:{port}")
+    assert refused.status_code == 403
+    _is_error_body(refused, "forbidden")
+    assert _post(server, Host=ALLOWED_HOST).status_code == 200
+    assert _post(server, Host=f"localhost:{port}").status_code == 200
+
+
+def test_the_rate_limit_is_per_token_and_answers_429(server: str) -> None:
+    statuses = [_post(server, token=TOKENS[2]).status_code for _ in range(RATE + 5)]
+    assert statuses[:RATE] == [200] * RATE
+    limited = _post(server, token=TOKENS[2])
+    assert limited.status_code == 429
+    assert 1 <= int(limited.headers["retry-after"]) <= 60
+    _is_error_body(limited, "rate-limited")
+    assert _post(server, token=TOKENS[1]).status_code == 200  # another token has its own bucket
+
+
+def test_discovery_is_public(server: str) -> None:
+    card = httpx.get(server + "/mcp/server-card", headers={"Accept": "application/mcp-server-card+json"})
+    assert card.status_code == 200
+    assert card.headers["content-type"] == "application/mcp-server-card+json"
+    assert card.headers["access-control-allow-origin"] == "*"
+    body = card.json()
+    assert body["$schema"].endswith("/v2/server-card.schema.json")
+    assert body["name"] == "io.github.vid2context/vid2context" and len(body["description"]) <= 100
+    (remote,) = body["remotes"]
+    assert remote["url"] == server + "/mcp" and remote["type"] == "streamable-http"
+    assert {"2025-11-25", "2026-07-28"} <= set(remote["supportedProtocolVersions"])
+    assert remote["headers"][0]["name"] == "Authorization" and remote["headers"][0]["isSecret"] is True
+    catalog = httpx.get(server + "/.well-known/ai-catalog.json")
+    assert catalog.status_code == 200
+    (entry,) = catalog.json()["entries"]
+    assert entry["url"] == server + "/mcp/server-card" and entry["type"] == "application/mcp-server-card+json"
+    assert httpx.get(server + "/.well-known/mcp/catalog.json").json() == catalog.json()
+
+
+def test_other_paths_under_mcp_are_404(server: str) -> None:
+    response = httpx.post(server + "/mcp/other", headers={"Authorization": f"Bearer {TOKENS[0]}"})
+    assert response.status_code == 404
+    _is_error_body(response, "not-found")
+
+
+# --- the import rule for the SDK ---------------------------------------------------------------
+
+
+def test_mcp_is_imported_lazily_outside_its_package() -> None:
+    """Outside ``mcp/`` the SDK (which draws random numbers at import) is never imported at module top."""
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative.startswith("mcp/"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if node.level == 0 else [f".{node.module or ''}"]
+                if node.level and (node.module or "").split(".")[0] == "mcp":
+                    names = ["mcp"]
+            assert not any(name.split(".")[0] in ("mcp", "mcp_types") for name in names), (
+                f"{relative} imports mcp"
+            )
