@@ -33,8 +33,16 @@ $(MINIFLARE): tests/miniflare/package-lock.json
 run: venv-local
 	$(VENV)/bin/vid2context serve --host $(HOST) --port $(PORT)
 
+# System tools the tests run for real: ffmpeg/ffprobe (media fixtures) and Node.js (Miniflare).
+$(VENV)/.system-stamp: | $(PY)
+	@command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg)
+	@command -v node >/dev/null && command -v npm >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm)
+	touch $@
+
 ## test: every test, offline
-test: venv-dev $(MINIFLARE)
+test: venv-dev $(VENV)/.system-stamp $(MINIFLARE)
 	$(PY) -m pytest
 
 ## bench: benchmarks; each writes its figures as JSON under bench/results/

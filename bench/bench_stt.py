@@ -4,19 +4,24 @@ sequential pass.
 The audio is talk.wav (espeak-ng speech with pauses, from ``../shared/fixtures/media``) looped
 to an hour and compressed to a 64 kbit/s MP3, like a download. It goes through the real ladder:
 the OpenAI-compatible rung over httpx, ``FfmpegPrep`` (decode, silence detection, 10-minute pieces
-cut at pauses, each encoded to 32 kbit/s mono MP3 when it is about to be sent) and the chunk
-runner, against ``tests/fake_whisper.FakeWhisper`` on 127.0.0.1 answering every request after a
-fixed latency (2 s by default) without decoding anything.
+cut at pauses, each encoded to 32 kbit/s mono MP3) and the chunk runner, against
+``tests/fake_whisper`` in a process of its own on 127.0.0.1 (as a remote service would be),
+answering every request after a fixed latency (2 s by default) without decoding anything.
 
-Figures, for the default plan (``VID2CONTEXT_STT_CONCURRENCY`` 4) and for one sequential pass
-(the same pieces, concurrency 1):
+Two ways, each with the default plan (``VID2CONTEXT_STT_CONCURRENCY`` 4) and as one sequential
+pass (the same pieces, concurrency 1):
 
-- wall seconds in all, and split into preparation (the decode pass) and transcription (encoding
-  and requests, from the first piece to the merged transcript);
-- the target: ceil(pieces / concurrency) x latency, and the transcription phase's ratio to it
-  (the goal is at most 1.5);
-- peak memory: Python allocations (tracemalloc) and the process's peak RSS (the fake server runs
-  in this process too), and the ffmpeg children's peak RSS.
+- ``pipelined``: as the ladder runs, each piece encoded just before a request slot frees up (two
+  encodes at a time), so encoding overlaps the requests;
+- ``requests_only``: every piece encoded before the first request, so the transcription phase is
+  the requests alone.
+
+Figures: wall seconds in all, split into preparation (the decode pass, plus the encoding for
+``requests_only``) and transcription (from the planned pieces to the merged transcript); the
+target ceil(pieces / concurrency) x latency and the transcription phase's ratio to it (goal: at
+most 1.5); the peak number of requests in flight; peak RSS of this process and of the ffmpeg
+children. The encoding is CPU work (about 1.5 CPU-seconds per 10-minute piece), so on a machine
+with few cores the pipelined figures are bound by it rather than by the service's latency.
 
 ``BENCH_STT_SECONDS`` (default 3600) and ``BENCH_STT_LATENCY`` (default 2.0) change the run.
 """

@@ -478,7 +478,10 @@ async def test_without_the_groq_sdk_groq_is_reached_over_plain_httpx(
     runtime = make_runtime(groq_env(fake), chunk_sec=100.0)
     rung = runtime.stt[0]
     assert (rung.id, rung.tier, rung.provider, rung.requires) == (
-        "stt/groq/whisper-large-v3-turbo", "free", "stt-groq", ("GROQ_API_KEY",),
+        "stt/groq/whisper-large-v3-turbo",
+        "free",
+        "stt-groq",
+        ("GROQ_API_KEY",),
     )
     transcript = await transcribe(runtime, AudioInput.from_path(str(path)), ctx=Ctx(timeout=60))
     assert words_of(transcript) == expected(words)

@@ -150,15 +150,20 @@ async def test_the_local_runtime_puts_the_local_model_first_and_transcribes_uplo
 async def test_local_files_without_captions_are_transcribed_by_the_local_model(
     tmp_path: Path, media: Path, sentences: list[list[str]]
 ) -> None:
-    runtime = build_local_runtime({"VID2CONTEXT_HOME": str(tmp_path / "home"), "VID2CONTEXT_FILE_ROOTS": str(media)})
+    runtime = build_local_runtime(
+        {"VID2CONTEXT_HOME": str(tmp_path / "home"), "VID2CONTEXT_FILE_ROOTS": str(media)}
+    )
     try:
-        context = await get_context(runtime, str(media / "talk.webm"))  # auto: no subtitles, so speech-to-text
+        # auto: no subtitles beside the file, so speech-to-text
+        context = await get_context(runtime, str(media / "talk.webm"))
         forced = await get_context(runtime, str(media / "talk.mp4"), mode="stt")
     finally:
         await runtime.aclose()
     for result in (context, forced):
         assert isinstance(result.transcript, Transcript) and result.transcript.origin == "asr"
-        assert [w for s in result.transcript.segments for w in normalise(s.text)] == [w for s in sentences for w in s]
+        assert [w for s in result.transcript.segments for w in normalise(s.text)] == [
+            w for s in sentences for w in s
+        ]
         ran = [(a.id, a.stage, a.outcome) for a in result.attempts if a.outcome != "skipped"]
         assert ("localfile", "audio", "ok") in ran and ("stt/faster-whisper/tiny.en", "stt", "ok") in ran
     assert "captions" not in {a.stage for a in forced.attempts}
