@@ -24,6 +24,7 @@ LOCAL_ONLY = {
     "providers/transcript_api",
     "providers/whisper_local",
     "providers/audio_local",
+    "providers/process",
     "storage/sqlite",
     "exports/obsidian",
 }

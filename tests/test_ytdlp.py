@@ -67,7 +67,9 @@ def info_json(tmp_path: Path, media: Path) -> Path:
     (tmp_path / "talk.en.vtt").write_text(VTT, encoding="utf-8")
     (tmp_path / "talk.fr.vtt").write_text(FR_VTT, encoding="utf-8")
     (tmp_path / "talk.de.json3").write_text(json.dumps(JSON3), encoding="utf-8")
-    sub = lambda name, ext, label: [{"ext": ext, "url": (tmp_path / name).as_uri(), "name": label}]  # noqa: E731
+    def sub(name: str, ext: str, label: str) -> list[dict]:
+        return [{"ext": ext, "url": (tmp_path / name).as_uri(), "name": label}]
+
     info = {
         "id": "talk", "title": "Talk with chapters", "extractor": "generic", "extractor_key": "Generic",
         "webpage_url": (media / "talk.mp4").as_uri(), "duration": 24.4, "uploader": "Espeak",
@@ -127,10 +129,8 @@ def test_a_media_file_url_metadata_and_audio(media: Path) -> None:
     assert isinstance(provider, AudioSource) and isinstance(provider, SourceProvider)
     assert audio.kind == "path" and audio.mime == "video/webm"
     path = Path(audio.path or "")
-    probe = json.loads(
-        subprocess.run(["ffprobe", "-v", "error", "-print_format", "json", "-show_streams", str(path)],
-                       capture_output=True, check=True).stdout  # fmt: skip
-    )
+    argv = ["ffprobe", "-v", "error", "-print_format", "json", "-show_streams", str(path)]
+    probe = json.loads(subprocess.run(argv, capture_output=True, check=True).stdout)
     assert [s["codec_type"] for s in probe["streams"]] == ["audio"]
     _run(provider.release_audio(audio))
     assert not path.parent.exists()
@@ -262,8 +262,8 @@ def _fails_with(stderr: str) -> str:
 
 
 ERRORS = [
-    ("ERROR: [youtube] abc: Sign in to confirm you\u2019re not a bot. Use --cookies-from-browser or --cookies for the "
-     "authentication. See  https://github.com/yt-dlp/yt-dlp/wiki/FAQ", ErrorCode.BLOCKED),
+    (("ERROR: [youtube] abc: Sign in to confirm you\u2019re not a bot. Use --cookies-from-browser or --cookies for "
+      "the authentication. See  https://github.com/yt-dlp/yt-dlp/wiki/FAQ"), ErrorCode.BLOCKED),
     ("ERROR: [youtube] abc: Sign in to confirm your age. This video may be inappropriate for some users.",
      ErrorCode.UNAVAILABLE),
     ("ERROR: [youtube] abc: Private video. Sign in if you've been granted access to this video", ErrorCode.UNAVAILABLE),

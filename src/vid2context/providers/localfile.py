@@ -25,6 +25,7 @@ the speech-to-text ladder takes over with ``extract_audio``.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -215,7 +216,7 @@ def _float(value: Any) -> float | None:
         number = float(value)
     except (TypeError, ValueError):
         return None
-    return number if number == number and number >= 0 and number != float("inf") else None
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 def _language(code: str | None) -> str | None:

@@ -33,6 +33,7 @@ The library's typed errors, as ours (same failure, same code as the InnerTube ru
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -304,10 +305,10 @@ def _read(api: YouTubeTranscriptApi, vid: str, lang: str | None, ctx: Ctx) -> Tr
     segments: list[Segment] = []
     for snippet in fetched.snippets:
         text = " ".join(str(snippet.text).split())
-        start = float(snippet.start)
-        if not text or start != start or start < 0:
+        start, duration = float(snippet.start), float(snippet.duration)
+        if not text or not math.isfinite(start) or start < 0:
             continue
-        duration = float(snippet.duration) if snippet.duration == snippet.duration and snippet.duration > 0 else 0.0
+        duration = duration if math.isfinite(duration) and duration > 0 else 0.0
         segments.append(Segment(start_sec=round(start, 3), end_sec=round(start + duration, 3), text=text))
     if not segments:
         raise VidError(
