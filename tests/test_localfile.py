@@ -101,7 +101,7 @@ def test_metadata_of_the_fixture_video(media: Path) -> None:
     assert meta.title == "Espeak Talk"
     assert meta.platform == "local"
     assert meta.id == f"local:{media / 'talk.mp4'}"
-    assert meta.url == (media / "talk.mp4").as_uri()
+    assert meta.url == (media / "talk.mp4").resolve().as_uri()  # the real path, links resolved
     # The container says 34.4 s: the fixture's black video track runs 10 s past the 24.4 s of speech
     # (ffmpeg's -shortest with a lavfi source). Players show the container's length, and so do we.
     assert meta.duration_sec == pytest.approx(34.4, abs=0.1)
