@@ -427,8 +427,8 @@ async def list_items(
 async def get_comments(runtime: Runtime, source: str | VideoRef, *, limit: int, ctx: Ctx) -> list[Comment]:
     """Up to ``limit`` comments: from a saved context that holds enough, else from the sources.
 
-    Uploads have none. Each provider that accepts the input is tried in order through
-    ``run_rung``, so the error carries the attempts; the first failure is the answer when all fail.
+    Uploads have none. Each provider that accepts the input is tried in order, like every other
+    stage, so the error carries the attempts.
     """
     ref = resolve(runtime, source)
     if is_list(ref):
@@ -450,16 +450,5 @@ async def get_comments(runtime: Runtime, source: str | VideoRef, *, limit: int, 
             hint="Comments need the yt-dlp provider (local runtime).",
         )
     attempts: list[Attempt] = []
-    errors: list[VidError] = []
-    for provider in providers:
-        try:
-            found = await run_rung(
-                attempts, provider.id, "comments", lambda p=provider: p.comments(ref, ctx, limit=limit)
-            )
-        except VidError as error:
-            errors.append(error)
-            continue
-        return found[:limit]
-    first = errors[0]
-    first.attempts = list(attempts)
-    raise first
+    found = await _first_success(attempts, providers, "comments", lambda p: p.comments(ref, ctx, limit=limit))
+    return found[:limit]
