@@ -54,7 +54,7 @@ _HOSTILE = re.compile(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
 # with any cue the regex does not account for (attributes in another order, CDATA, comments,
 # a truncated body) goes to the strict ElementTree path instead, so speed never costs accuracy.
 _CLASSIC_CUE = re.compile(r'<text start="([0-9.]+)"(?: dur="([0-9.]+)")?\s*(?:/>|>([^<]*)</text>)')
-_SRV3_CUE = re.compile(r'<p t="([0-9]+)"(?: d="([0-9]+)")?(?: [a-zA-Z]+="[^"]*")*\s*(?:/>|>(.*?)</p>)', re.S)
+_SRV3_CUE = re.compile(r'<p t="([0-9]+)"(?: d="([0-9]+)")?(?: [a-zA-Z]+="[^"]*")*\s*(?:/>|>(.*?)</p>)', re.DOTALL)
 _CLOSED_ROOT = re.compile(r"</(?:transcript|timedtext)>\s*$")
 # Cue texts are cleaned in one batch joined by NUL, which a caption file cannot contain (XML
 # forbids it; the fast path refuses documents that have one); tags never span the separator.
@@ -117,11 +117,11 @@ def _segments(starts: list[float], durations: list[float], raws: list[str], *, e
     segments: list[Segment] = []
     append = segments.append
     for start, duration, text in zip(starts, durations, _clean_many(raws, escaped=escaped), strict=True):
-        if not text or start != start or start in (math.inf, -math.inf):  # empty, NaN or infinite
+        if not text or math.isnan(start) or math.isinf(start):
             continue
         if start < 0:
             start = 0.0
-        if duration != duration or duration < 0 or duration == math.inf:
+        if math.isnan(duration) or math.isinf(duration) or duration < 0:
             duration = 0.0
         append(Segment(start_sec=start, end_sec=round(start + duration, 3), text=text))
     return segments
@@ -141,8 +141,8 @@ class _Json3Seg(msgspec.Struct):
 
 
 class _Json3Event(msgspec.Struct):
-    tStartMs: float = math.nan  # noqa: N815 - YouTube's field names
-    dDurationMs: float = 0.0  # noqa: N815
+    tStartMs: float = math.nan  # YouTube's field names
+    dDurationMs: float = 0.0
     segs: list[_Json3Seg] | None = None
 
 
@@ -254,7 +254,7 @@ def _parse_tree(text: str, source: str) -> list[Segment]:
             start, duration = _number(attrs["t"], math.nan) / 1000.0, _number(attrs.get("d")) / 1000.0
         else:
             continue
-        starts.append(round(start, 3) if start == start else start)
+        starts.append(start if math.isnan(start) else round(start, 3))
         durations.append(duration)
         raws.append("".join(element.itertext()).replace(_SEP, ""))
     return _segments(starts, durations, raws, escaped=False)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import email.utils
 import math
 import time
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 
@@ -55,6 +55,7 @@ __all__ = [
     "clean_segments",
     "language_code",
     "parse_retry_after",
+    "response_error",
     "status_error",
     "transport_error",
     "verbose_json_transcript",
@@ -220,6 +221,18 @@ def status_error(
         f"{service} answered HTTP {status}{said}.",
         hint="Retry later; another speech-to-text rung is tried next when one is set up.",
         retryable=retryable,
+    )
+
+
+def response_error(service: str, response: Any, *, requires: tuple[str, ...] = ()) -> RungError:
+    """``status_error`` for an HTTP response (httpx's, or the one an SDK error carries): its
+    status, a short body excerpt, and the ``Retry-After`` it sent."""
+    return status_error(
+        service,
+        response.status_code,
+        body=response.text if len(response.content) < 4096 else "",
+        retry_after=parse_retry_after(response.headers.get("Retry-After")),
+        requires=requires,
     )
 
 

@@ -26,7 +26,7 @@ from .speech import (
     AudioInput,
     RungError,
     Tier,
-    parse_retry_after,
+    response_error,
     status_error,
     transport_error,
     verbose_json_transcript,
@@ -102,14 +102,7 @@ class GroqWhisper:
                 **options,
             )
         except groq.APIStatusError as exc:
-            response = exc.response
-            raise status_error(
-                "Groq",
-                exc.status_code,
-                body=response.text if len(response.content) < 4096 else "",
-                retry_after=parse_retry_after(response.headers.get("Retry-After")),
-                requires=REQUIRES,
-            ) from None
+            raise response_error("Groq", exc.response, requires=REQUIRES) from None
         except groq.APITimeoutError as exc:
             raise transport_error("Groq", exc, timeout=True) from None
         except groq.APIConnectionError as exc:

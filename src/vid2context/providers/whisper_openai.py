@@ -28,7 +28,7 @@ from .speech import (
     AudioInput,
     RungError,
     Tier,
-    parse_retry_after,
+    response_error,
     status_error,
     transport_error,
     verbose_json_transcript,
@@ -146,13 +146,7 @@ class OpenAICompatibleWhisper:
         except httpx.HTTPError as exc:
             raise transport_error(self.service, exc) from None
         if response.status_code != 200:
-            raise status_error(
-                self.service,
-                response.status_code,
-                body=response.text if len(response.content) < 4096 else "",
-                retry_after=parse_retry_after(response.headers.get("Retry-After")),
-                requires=("VID2CONTEXT_STT_KEY",),
-            )
+            raise response_error(self.service, response, requires=("VID2CONTEXT_STT_KEY",))
         return verbose_json_transcript(
             response.content,
             producer=self.id,

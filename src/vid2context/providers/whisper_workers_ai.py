@@ -33,7 +33,7 @@ from .speech import (
     VerboseSegment,
     clean_segments,
     language_code,
-    parse_retry_after,
+    response_error,
     status_error,
     transport_error,
 )
@@ -153,14 +153,7 @@ class WorkersAIWhisper:
                 path, cast_to=httpx.Response, body=inputs, options={"timeout": request_timeout(ctx)}
             )
         except cloudflare.APIStatusError as exc:
-            response = exc.response
-            raise status_error(
-                "Workers AI",
-                exc.status_code,
-                body=response.text if len(response.content) < 4096 else "",
-                retry_after=parse_retry_after(response.headers.get("Retry-After")),
-                requires=REQUIRES,
-            ) from None
+            raise response_error("Workers AI", exc.response, requires=REQUIRES) from None
         except cloudflare.APITimeoutError as exc:
             raise transport_error("Workers AI", exc, timeout=True) from None
         except cloudflare.APIConnectionError as exc:
