@@ -27,6 +27,7 @@ LOCAL_ONLY = {
     "providers/process",
     "storage/sqlite",
     "exports/obsidian",
+    "site_files",
 }
 # Modules that exist for the Worker only: the one place `js`, `workers` and `pyodide` may appear.
 WORKER_ONLY = {"storage/cloudflare"}

@@ -184,10 +184,20 @@ def _mcp() -> int:
 
 
 def local_app():  # type: ignore[no-untyped-def]
-    """The local ASGI app; a factory so the server builds it in its own worker process."""
-    from .api import create_app
+    """The local ASGI app: the API, and the docs site beside it when this install has one.
 
-    return create_app(build_local_runtime())
+    A factory, so the server builds it in its own worker process. Requests split as on the
+    Worker (``site.is_app_path``), and the site answers Markdown or HTML by ``Accept`` the same way.
+    """
+    from .api import create_app
+    from .site import SiteApp, site_and_app
+    from .site_files import SiteFiles, default_site_dir
+
+    app = create_app(build_local_runtime())
+    site_dir = default_site_dir()
+    if site_dir is None:
+        return app
+    return site_and_app(app, SiteApp(SiteFiles(site_dir)))
 
 
 KEYED_HOST = "0.0.0.0"  # only with API keys set, or when --host asks for it
