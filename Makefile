@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8787
 
-.PHONY: run test bench venv-local venv-dev clean
+.PHONY: run test bench site venv-local venv-dev clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,10 @@ test: venv-dev $(VENV)/.system-stamp $(MINIFLARE)
 ## bench: benchmarks; each writes its figures as JSON under bench/results/
 bench: venv-dev $(MINIFLARE)
 	$(PY) -m bench
+
+## site: regenerate the docs site (site/*.md and their HTML twins, llms.txt) from its sources
+site: venv-dev
+	$(PY) scripts/build_site.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache bench/results
