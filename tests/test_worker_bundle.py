@@ -1,0 +1,173 @@
+"""The Worker's upload: what ``scripts/build_worker.py`` copies, what wrangler.toml leaves out, its size.
+
+- The package copy beside ``worker/entry.py`` holds every portable module and no local-only one,
+  by the same list as the import rule (``test_import_rule.py``).
+- Every ``[python_modules] exclude`` glob names files of the Worker's dependency closure (a typo
+  would exclude nothing), and each maps to modules the next test refuses.
+- Safety of the excludes: ``wrangler deploy --dry-run`` (the pinned wrangler in tests/miniflare,
+  offline) writes the upload to a folder; a fresh ``python -S`` with only that folder, its
+  ``python_modules/`` and the ``workers`` stand-in on ``sys.path``, and a ``sys.meta_path`` finder
+  refusing every excluded module, imports ``worker/entry.py`` and serves health, a site page, MCP
+  (initialize, tools/list, a tool call on D1) and the OpenAPI document through ``Default.fetch``
+  with D1, KV and R2 in Miniflare.
+- Size: wrangler's own ``Total Upload ... / gzip ...`` is under the 10 MiB limit of a paid plan.
+
+``python_modules/`` is filled with the closure of ``[project].dependencies`` under Pyodide's
+environment markers, copied from this virtualenv: the CPython wheels stand in for the Pyodide
+builds ``pywrangler`` vendors (same Python files; compiled extensions differ in size, see
+``bench/bench_worker.py`` for the figure with the Pyodide wheels PyPI has). Nothing here touches
+the network. The helpers and the driver live in ``bench/`` because the benchmark times the same runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench.bench_worker import (
+    FILE_GLOBS,
+    LIMIT_BYTES,
+    ROOT,
+    SERVE_STEPS,
+    build_upload,
+    dependency_closure,
+    distribution_files,
+    driver_spec,
+    exclude_globs,
+    refused_modules,
+    run_driver,
+    worker_requirements,
+    wrangler_glob,
+    write_site,
+)
+
+from .miniflare_harness import MiniflareHarness, apply_migrations
+from .test_import_rule import LOCAL_ONLY as IMPORT_RULE_LOCAL_ONLY
+
+PACKAGE = ROOT / "src" / "vid2context"
+
+
+def _build_worker() -> Any:
+    spec = importlib.util.spec_from_file_location("build_worker", ROOT / "scripts" / "build_worker.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _modules(folder: Path) -> set[str]:
+    return {p.relative_to(folder).with_suffix("").as_posix() for p in folder.rglob("*.py")}
+
+
+# --- the package copy ---------------------------------------------------------------------------
+
+
+def test_build_worker_uses_the_import_rules_list() -> None:
+    assert set(_build_worker().LOCAL_ONLY) == IMPORT_RULE_LOCAL_ONLY
+
+
+def test_package_copy_holds_every_portable_module_and_no_local_one(tmp_path: Path) -> None:
+    build_worker = _build_worker()
+    out = tmp_path / "vid2context"
+    written = build_worker.build(out)
+    copied = _modules(out)
+    assert copied == _modules(PACKAGE) - IMPORT_RULE_LOCAL_ONLY
+    assert not copied & IMPORT_RULE_LOCAL_ONLY
+    assert len(written) == len(copied)
+    assert not [p for p in out.rglob("*") if p.name == "__pycache__" or p.suffix == ".pyc"]
+
+
+# --- the exclude globs --------------------------------------------------------------------------
+
+
+def test_every_exclude_glob_names_files_of_the_closure() -> None:
+    distributions, _ = dependency_closure(worker_requirements())
+    files = [f for d in distributions for f in distribution_files(d)]
+    globs = exclude_globs()
+    assert "**/*.pyc" in globs, "a table of our own replaces wrangler's default; keep it"
+    unmatched = [
+        glob for glob in globs
+        if glob not in FILE_GLOBS and not any(wrangler_glob(glob).match(name) for name in files)
+    ]
+    assert not unmatched, f"exclude globs that match no file of the Worker's dependencies: {unmatched}"
+    refused = refused_modules(globs)  # raises on a glob of unknown shape
+    assert "faker" in refused and "yaml._yaml" in refused
+
+
+def test_wrangler_glob_matches_as_wrangler_does() -> None:
+    # glob-to-regexp 0.4.1 with globstar, as wrangler-dist/cli.js calls it for python_modules.exclude
+    assert wrangler_glob("**/*.pyc").match("a/b/c.pyc") and wrangler_glob("**/*.pyc").match("c.pyc")
+    assert wrangler_glob("faker/**").match("faker/providers/address/__init__.py")
+    assert not wrangler_glob("faker/**").match("faker-40.0.dist-info/METADATA")
+    assert wrangler_glob("faker-*.dist-info/**").match("faker-40.63.0.dist-info/METADATA")
+    assert not wrangler_glob("click/**").match("rich_click/cli.py")
+    assert wrangler_glob("yaml/_yaml.*").match("yaml/_yaml.cpython-311-x86_64-linux-gnu.so")
+    assert not wrangler_glob("yaml/_yaml.*").match("yaml/_yaml/x.py")
+
+
+# --- the upload, through wrangler ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def upload(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The dry run's figures and its output folder (the files wrangler would upload)."""
+    try:
+        return build_upload(tmp_path_factory.mktemp("worker-upload"), excludes=True)
+    except FileNotFoundError as error:
+        pytest.fail(str(error), pytrace=False)
+
+
+@pytest.mark.slow
+def test_upload_is_under_the_size_limit(upload: dict[str, Any]) -> None:
+    gzip_bytes = upload["gzip_kib"] * 1024
+    biggest = ", ".join(f"{p['package']} {p['gzip_kib']:.0f} KiB" for p in upload["packages"][:10])
+    assert gzip_bytes < LIMIT_BYTES, (
+        f"the Worker upload is {upload['gzip_kib'] / 1024:.2f} MiB after gzip "
+        f"({upload['raw_kib'] / 1024:.1f} MiB raw), over the {LIMIT_BYTES / 2**20:.0f} MiB limit; "
+        f"biggest packages (gzip alone): {biggest}"
+    )
+
+
+@pytest.mark.slow
+def test_upload_carries_the_package_copy_without_local_modules(upload: dict[str, Any]) -> None:
+    outdir = Path(upload["outdir"])
+    assert (outdir / "entry.py").is_file()
+    assert _modules(outdir / "vid2context") == _modules(PACKAGE) - IMPORT_RULE_LOCAL_ONLY
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_worker_serves_with_every_excluded_module_refused(
+    upload: dict[str, Any], miniflare: MiniflareHarness, tmp_path: Path
+) -> None:
+    miniflare.reset()
+    env = miniflare.new_env(keepalive=False)
+    try:
+        await apply_migrations(env.DB)
+    finally:
+        await env.aclose()
+    outdir = Path(upload["outdir"])
+    refused = refused_modules(exclude_globs())
+    uploaded_tops = {p.name.split(".")[0] for p in (outdir / "python_modules").iterdir()}
+    assert not {m for m in refused if "." not in m} & uploaded_tops, "wrangler uploaded an excluded package"
+
+    spec = driver_spec(outdir, steps=SERVE_STEPS, refuse=refused, miniflare=miniflare.base_url,
+                       site=write_site(tmp_path / "site"))
+    report, stderr = run_driver(spec, tmp_path)
+
+    assert "error" not in report, f"{report['error']}\n{stderr[-3000:]}"
+    statuses = [(step["name"], step.get("status")) for step in report["steps"]]
+    assert statuses == [
+        ("import", None), ("health", 200), ("health", 200), ("mcp_initialize", 200), ("mcp_tools_list", 200),
+        ("mcp_tool_call", 200), ("site", 200), ("openapi", 200),
+    ], statuses
+    by_name = {s["name"]: s for s in report["steps"]}
+    assert by_name["mcp_initialize"]["protocol_version"]
+    assert by_name["mcp_tools_list"]["tools"] > 0
+    assert not by_name["mcp_tool_call"]["is_error"], by_name["mcp_tool_call"]
+    loaded = set(report["modules"])
+    assert {"entry", "vid2context", "litestar", "mcp", "msgspec"} <= loaded
+    assert not loaded & set(refused)
+    # Every module came from the upload, the stand-in or the standard library.
+    assert report["outside_upload"] == [], report["outside_upload"]
