@@ -3,7 +3,12 @@
 The objects here forward every call over HTTP to ``tests/miniflare/worker.mjs``, which runs it on
 Miniflare's real D1, KV and R2 (workerd, SQLite with FTS5), so SQL, transactions, TTL rules and
 R2 metadata behave as deployed. ``miniflare_harness.py`` starts the server; ``CloudflareEnv``
-is its ``env``.
+is its ``env``, and carries the Worker's vars and secrets as string attributes and, when given,
+an ``AI`` binding (``WorkersAi``) backed by a Workers AI REST endpoint (``tests/fake_whisper.py``).
+
+These calls stand for in-process binding calls, not upstream traffic, so they go through
+``HarnessTransport``, which pytest-httpx's ``httpx_mock`` does not intercept: a test mocking
+YouTube sees (and asserts on) upstream requests only.
 
 On a Python Worker the bindings are *not* wrapped by the ``workers`` SDK (its ``_EnvWrapper`` only
 wraps service, Durable Object and Workflow bindings): Python calls the JavaScript objects through
@@ -50,6 +55,9 @@ Approximated
       entry worker), not an in-process binding call; benchmark figures include it.
     - Not provided: ``DB.withSession``, ``DB.dump``, KV ``getWithMetadata`` of several keys, R2
       multipart uploads, ranges and conditional gets.
+    - ``AI.run(model, inputs)`` posts ``inputs`` to a Workers AI REST endpoint and answers its
+      ``result``; an error answer raises ``JsException`` as the binding's rejection does. Only the
+      call shape is the binding's: limits and errors are whatever that endpoint answers.
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ import asyncio
 import base64
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -66,6 +75,8 @@ __all__ = [
     "CloudflareEnv",
     "D1Database",
     "D1PreparedStatement",
+    "HarnessSyncTransport",
+    "HarnessTransport",
     "JsArray",
     "JsArrayBuffer",
     "JsException",
@@ -74,9 +85,33 @@ __all__ = [
     "R2Bucket",
     "R2Object",
     "R2ObjectBody",
+    "WorkersAi",
 ]
 
 _MAX_SAFE_INTEGER = 2**53 - 1
+
+# httpx's own request methods, taken before any test runs: pytest-httpx replaces these on the
+# classes while ``httpx_mock`` is active, and the harness transports below call the originals.
+_SEND_ASYNC = httpx.AsyncHTTPTransport.handle_async_request
+_SEND_SYNC = httpx.HTTPTransport.handle_request
+if "mock" in _SEND_ASYNC.__qualname__ or "mock" in _SEND_SYNC.__qualname__:
+    raise ImportError(
+        "tests.cloudflare_bindings must be imported before httpx_mock is active (conftest does)"
+    )
+
+
+class HarnessTransport(httpx.AsyncHTTPTransport):
+    """httpx's transport, left alone by ``httpx_mock``: the bindings' calls to the harness."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await _SEND_ASYNC(self, request)
+
+
+class HarnessSyncTransport(httpx.HTTPTransport):
+    """The blocking twin of ``HarnessTransport``, for the harness's admin calls (``reset``)."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return _SEND_SYNC(self, request)
 
 
 class JsException(Exception):
@@ -199,12 +234,11 @@ class _Connection:
     def _current(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
+            limits = httpx.Limits(max_connections=32, max_keepalive_connections=16 if self._keepalive else 0)
             self._client = httpx.AsyncClient(
                 base_url=self.base_url,
                 timeout=httpx.Timeout(120.0, connect=10.0),
-                limits=httpx.Limits(
-                    max_connections=32, max_keepalive_connections=16 if self._keepalive else 0
-                ),
+                transport=HarnessTransport(limits=limits),
             )
             self._loop = loop
         return self._client
@@ -384,17 +418,68 @@ class R2Bucket:
         return JsObject({**{key: _wrap(item) for key, item in listed.items()}, "objects": objects})
 
 
+# --- Workers AI ---------------------------------------------------------------------------------
+
+
+class WorkersAi:
+    """``env.AI``: ``await AI.run(model, inputs)`` answers the model's result object.
+
+    Backed by a Workers AI REST endpoint at ``base_url`` (``/client/v4/accounts/<account>/ai/run/
+    <model>``, as ``tests/fake_whisper.py`` serves it); the REST envelope is unwrapped, as the
+    binding does, and an error answer raises ``JsException``.
+    """
+
+    def __init__(self, base_url: str, *, account: str = "worker-account") -> None:
+        self._base_url = base_url.rstrip("/")
+        self._account = account
+        self.calls = 0
+
+    async def run(self, model: str, inputs: Any, *options: Any, **kwargs: Any) -> JsObject:
+        _reject_positional_options("AI.run", options)
+        if not isinstance(inputs, dict):
+            raise TypeError("AI.run(): inputs must be an object (pyodide.ffi.to_js on Cloudflare)")
+        self.calls += 1
+        url = f"{self._base_url}/client/v4/accounts/{self._account}/ai/run/{model}"
+        async with httpx.AsyncClient(transport=HarnessTransport(), timeout=120) as client:
+            response = await client.post(url, json=inputs)
+        try:
+            payload = response.json()
+        except ValueError:
+            payload = {}
+        if response.status_code != 200 or not payload.get("success", False):
+            errors = payload.get("errors") or [payload.get("error") or {}]
+            message = (errors[0] or {}).get("message") or f"status {response.status_code}"
+            raise JsException("InferenceUpstreamError", f"{response.status_code}: {message}")
+        return _wrap(payload["result"])
+
+
 class CloudflareEnv:
     """``env`` with the three bindings, talking to a running harness at ``base_url``.
 
-    Connections are kept alive per event loop: ``await env.aclose()`` before the loop ends.
+    Like a Worker's ``env``, it also carries the Worker's ``vars`` (and secrets) as string
+    attributes and, when given, the ``AI`` binding; an attribute the Worker was not given raises
+    ``AttributeError``. Connections are kept alive per event loop: ``await env.aclose()`` before
+    the loop ends.
     """
 
-    def __init__(self, base_url: str, *, keepalive: bool = True) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        keepalive: bool = True,
+        vars: Mapping[str, str] | None = None,
+        ai: WorkersAi | None = None,
+    ) -> None:
         self._connection = _Connection(base_url, keepalive=keepalive)
         self.DB = D1Database(self._connection)
         self.KV = KVNamespace(self._connection)
         self.BUCKET = R2Bucket(self._connection)
+        if ai is not None:
+            self.AI = ai
+        for name, value in (vars or {}).items():
+            if not isinstance(value, str):
+                raise TypeError(f"{name}: vars and secrets are strings on a Worker")
+            setattr(self, name, value)
 
     async def aclose(self) -> None:
         """Close the HTTP client of this event loop (the bindings stay usable: a new one opens on demand)."""

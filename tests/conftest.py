@@ -29,3 +29,6 @@ def shared_fixtures() -> Path:
 
 # The Miniflare harness (real D1, KV and R2 offline): fixtures `miniflare` (session), `cloudflare_env`.
 from .miniflare_harness import cloudflare_env, miniflare  # noqa: F401
+
+# Runtimes of every kind (memory, sqlite, worker) for the contract suites: `runtime_kind`, `runtimes`.
+from .runtimes import runtime_kind, runtimes  # noqa: F401

@@ -33,7 +33,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .cloudflare_bindings import CloudflareEnv
+from .cloudflare_bindings import CloudflareEnv, HarnessSyncTransport, WorkersAi
 
 __all__ = [
     "HARNESS_DIR",
@@ -71,13 +71,20 @@ class MiniflareHarness:
         self.env = CloudflareEnv(self.base_url)
         self._stderr_lines = stderr_lines
 
-    def new_env(self, *, keepalive: bool = True) -> CloudflareEnv:
-        """Bindings with their own HTTP client (same D1, KV and R2 underneath)."""
-        return CloudflareEnv(self.base_url, keepalive=keepalive)
+    def new_env(
+        self, *, keepalive: bool = True, vars: dict[str, str] | None = None, ai: WorkersAi | None = None
+    ) -> CloudflareEnv:
+        """Bindings with their own HTTP client (same D1, KV and R2 underneath), with the Worker's
+        ``vars`` as attributes and, when given, an ``AI`` binding."""
+        return CloudflareEnv(self.base_url, keepalive=keepalive, vars=vars, ai=ai)
 
     def reset(self) -> None:
-        """Drop every table and empty KV and R2, as a fresh deployment would be."""
-        response = httpx.post(f"{self.base_url}/admin/reset", json={}, timeout=60)
+        """Drop every table and empty KV and R2, as a fresh deployment would be.
+
+        Through the harness transport, so a test's ``httpx_mock`` never sees (or refuses) it.
+        """
+        with httpx.Client(transport=HarnessSyncTransport(), timeout=60) as admin:
+            response = admin.post(f"{self.base_url}/admin/reset", json={})
         if response.status_code != 200:
             raise HarnessError(f"reset failed: {response.text}")
 
@@ -163,7 +170,8 @@ def start_harness(*, persist: Path | None = None, timeout: float = 60) -> Minifl
             + "".join(stderr_lines)[-4000:]
         )
     harness = MiniflareHarness(process, int(ready[0]), stderr_lines)
-    httpx.post(f"{harness.base_url}/admin/ping", json={}, timeout=30).raise_for_status()
+    with httpx.Client(transport=HarnessSyncTransport(), timeout=30) as admin:  # even under httpx_mock
+        admin.post(f"{harness.base_url}/admin/ping", json={}).raise_for_status()
     return harness
 
 

@@ -1,5 +1,7 @@
-"""Every collections route of the contract, on the real app over each storage backend, with
-YouTube (videos, a 12-video playlist) answered from the recorded fixtures.
+"""Every collections route of the contract, on the real app over each kind of runtime for the
+tests that store something (memory, the local SQLite stores, the Worker's D1, KV and R2 on
+Miniflare: ``tests/runtimes.py``), with YouTube (videos, a 12-video playlist) answered from the
+recorded fixtures.
 
 Ingest and refresh answer ``202`` with a queued ``Job``; the tests wait for it on the runtime's
 queue (the app runs in the test's own event loop) and then read its result, its events over
@@ -17,11 +19,9 @@ import pytest
 from pytest_httpx import HTTPXMock
 
 from vid2context.api import create_app
-from vid2context.runtime import Runtime, build_runtime
-from vid2context.settings import load_settings
-from vid2context.storage.base import Storage
-from vid2context.storage.memory import MemoryStorage
+from vid2context.runtime import Runtime
 
+from .runtimes import Runtimes, on_each_runtime_when
 from .youtube_replay import PLAYLIST_ID, httpx_callback
 
 pytestmark = pytest.mark.anyio
@@ -38,14 +38,7 @@ COLLECTION_FIELDS = {
 JOB_FIELDS = {"id", "kind", "status", "createdAt", "updatedAt"}
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def storage(request: pytest.FixtureRequest, tmp_path: Any) -> Storage:
-    """Both backends, for the tests that store something; the bad-input tests use memory only."""
-    if request.param == "memory":
-        return MemoryStorage()
-    from vid2context.storage.sqlite import SQLiteStorage
-
-    return SQLiteStorage(tmp_path / "v.db")
+QUIET = {"VID2CONTEXT_ACCESS_LOG": "0", "VID2CONTEXT_RATE_LIMIT": "0"}
 
 
 class Api:
@@ -71,15 +64,6 @@ class Api:
         return done
 
 
-async def _serve(storage: Storage) -> Api:
-    runtime = build_runtime(
-        load_settings({"VID2CONTEXT_ACCESS_LOG": "0", "VID2CONTEXT_RATE_LIMIT": "0"}),
-        storage=storage,
-        http=httpx.AsyncClient(),
-    )
-    return Api(runtime)
-
-
 @pytest.fixture
 async def youtube(httpx_mock: HTTPXMock) -> HTTPXMock:
     httpx_mock.add_callback(httpx_callback, is_reusable=True, is_optional=True)
@@ -87,21 +71,20 @@ async def youtube(httpx_mock: HTTPXMock) -> HTTPXMock:
 
 
 @pytest.fixture
-async def api(youtube: HTTPXMock) -> AsyncIterator[Api]:
-    """The app on memory storage."""
-    served = await _serve(MemoryStorage())
+async def api(youtube: HTTPXMock, runtimes: Runtimes) -> AsyncIterator[Api]:
+    """The app on the memory runtime (the bad-input tests), or the kind the test asks for."""
+    served = Api(await runtimes.build(QUIET))
     yield served
     await served.client.aclose()
-    await served.runtime.aclose()
 
 
 @pytest.fixture
-async def stored_api(youtube: HTTPXMock, storage: Storage) -> AsyncIterator[Api]:
-    """The app on each storage backend."""
-    served = await _serve(storage)
-    yield served
-    await served.client.aclose()
-    await served.runtime.aclose()
+def stored_api(api: Api) -> Api:
+    """The app on each kind of runtime: a test that takes it runs once per kind."""
+    return api
+
+
+pytest_generate_tests = on_each_runtime_when("stored_api")
 
 
 def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
@@ -508,14 +491,8 @@ async def test_bad_refresh_bodies(api: Api, body: bytes) -> None:
     assert api.runtime.jobs._records == {}
 
 
-async def test_oversized_bodies_are_413(httpx_mock: HTTPXMock) -> None:
-    runtime = build_runtime(
-        load_settings(
-            {"VID2CONTEXT_ACCESS_LOG": "0", "VID2CONTEXT_RATE_LIMIT": "0", "VID2CONTEXT_MAX_BODY_KB": "1"}
-        ),
-        http=httpx.AsyncClient(),
-    )
-    served = Api(runtime)
+async def test_oversized_bodies_are_413(httpx_mock: HTTPXMock, runtimes: Runtimes) -> None:
+    served = Api(await runtimes.build({**QUIET, "VID2CONTEXT_MAX_BODY_KB": "1"}))
     try:
         big = {"name": "x", "description": "d" * 2000}
         assert_error(await served.client.post(f"{API}/collections", json=big), 413, "too-large")
@@ -528,4 +505,3 @@ async def test_oversized_bodies_are_413(httpx_mock: HTTPXMock) -> None:
         )
     finally:
         await served.client.aclose()
-        await runtime.aclose()

@@ -5,6 +5,10 @@ and time limits, hostile input, and how ``vid2context serve`` binds. Everything 
 ``create_app`` (or the same middleware around a small Litestar app where a test needs a route of
 its own or a clock it can move), over httpx's ASGI transport or raw ASGI calls for what httpx
 refuses to send (CR/LF in headers, undecodable bytes, ``..`` in paths). No test measures time.
+
+What rests on the runtime's stores (the rate limiter's buckets in the KV, uploads under the body
+limit) runs on the Worker's runtime too, its KV on Miniflare (``ON_WORKER_TOO``,
+``tests/runtimes.py``); the rest is middleware that no store changes.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from vid2context.ctx import Ctx
 from vid2context.errors import VidError
 from vid2context.runtime import Runtime, build_runtime
 from vid2context.settings import load_settings
+
+from .runtimes import ON_WORKER_TOO, Runtimes
 
 pytestmark = pytest.mark.anyio
 
@@ -464,9 +470,11 @@ def test_key_names() -> None:
 # --- rate limit ----------------------------------------------------------------------------------
 
 
-async def test_burst_then_429_with_retry_after_and_countdown() -> None:
+@ON_WORKER_TOO
+async def test_burst_then_429_with_retry_after_and_countdown(runtimes: Runtimes) -> None:
     clock = Clock()
-    runtime = make_runtime({"VID2CONTEXT_RATE_LIMIT": "6", "VID2CONTEXT_RATE_BURST": "3"})  # 0.1 token/s
+    limits = {"VID2CONTEXT_RATE_LIMIT": "6", "VID2CONTEXT_RATE_BURST": "3"}  # 0.1 token/s
+    runtime = await runtimes.build({**QUIET, **limits})
     async with client(small_app(runtime, clock)) as http:
         remaining = []
         for _ in range(3):
@@ -492,14 +500,16 @@ async def test_burst_then_429_with_retry_after_and_countdown() -> None:
             assert (
                 health_response.status_code == 200 and "x-ratelimit-remaining" not in health_response.headers
             )
-    stored = [key for key in runtime.kv._data if key.startswith("ratelimit:")]  # type: ignore[attr-defined]
+    stored = await runtimes.kv_keys(runtime, "ratelimit:")
     assert stored == ["ratelimit:ip:127.0.0.1"]
     bucket = json.loads(await runtime.kv.get(stored[0]))
     assert set(bucket) == {"tokens", "at"}
 
 
-async def test_default_burst_is_half_the_rate() -> None:
-    async with api({"VID2CONTEXT_RATE_LIMIT": "10"}) as http:
+@ON_WORKER_TOO
+async def test_default_burst_is_half_the_rate(runtimes: Runtimes) -> None:
+    runtime = await runtimes.build({**QUIET, "VID2CONTEXT_RATE_LIMIT": "10"})
+    async with client(create_app(runtime)) as http:
         response = await http.get("/api/v1/formats")
     assert response.headers["x-ratelimit-limit"] == "5"
     assert response.headers["x-ratelimit-remaining"] == "4"
@@ -519,8 +529,9 @@ async def _exhaust(http: httpx.AsyncClient, headers: dict[str, str] | None = Non
 LIMIT_ONE = {"VID2CONTEXT_RATE_LIMIT": "1", "VID2CONTEXT_RATE_BURST": "1"}
 
 
-async def test_open_mode_buckets_per_client_ip() -> None:
-    app = small_app(make_runtime(LIMIT_ONE))
+@ON_WORKER_TOO
+async def test_open_mode_buckets_per_client_ip(runtimes: Runtimes) -> None:
+    app = small_app(await runtimes.build({**QUIET, **LIMIT_ONE}))
     async with client(app, ip="203.0.113.1") as first, client(app, ip="203.0.113.2") as second:
         await _exhaust(first)
         assert (await second.get("/api/v1/test/ping")).status_code == 200
@@ -530,8 +541,9 @@ async def test_open_mode_buckets_per_client_ip() -> None:
         assert (await b.get("/api/v1/test/ping")).status_code == 429
 
 
-async def test_keyed_mode_buckets_per_key_name() -> None:
-    app = small_app(make_runtime({**LIMIT_ONE, "VID2CONTEXT_API_KEYS": KEYS}))
+@ON_WORKER_TOO
+async def test_keyed_mode_buckets_per_key_name(runtimes: Runtimes) -> None:
+    app = small_app(await runtimes.build({**QUIET, **LIMIT_ONE, "VID2CONTEXT_API_KEYS": KEYS}))
     async with client(app, ip="203.0.113.1") as one, client(app, ip="203.0.113.2") as other:
         await _exhaust(one, {"Authorization": f"Bearer {READ_KEY}"})
         # The same key from elsewhere is the same bucket; another key is not.
@@ -574,8 +586,9 @@ async def test_forwarded_headers_count_only_with_trust_proxy() -> None:
         ).status_code == 429
 
 
-async def test_worker_uses_cf_connecting_ip() -> None:
-    runtime = build_runtime(load_settings({**QUIET, **LIMIT_ONE}), http=httpx.AsyncClient(), name="worker")
+@pytest.mark.parametrize("runtime_kind", ["worker"], indirect=True)
+async def test_worker_uses_cf_connecting_ip(runtimes: Runtimes) -> None:
+    runtime = await runtimes.build({**QUIET, **LIMIT_ONE})
     async with client(small_app(runtime)) as http:
         await _exhaust(http, {"CF-Connecting-IP": "198.51.100.1"})
         assert (
@@ -624,8 +637,10 @@ async def test_streamed_body_over_the_limit_is_413_before_the_end() -> None:
     assert sent < 100  # stopped reading at the chunk that crossed the limit
 
 
-async def test_uploads_multipart_is_left_to_its_own_cap() -> None:
-    async with api(SMALL_BODY) as http:
+@ON_WORKER_TOO
+async def test_uploads_multipart_is_left_to_its_own_cap(runtimes: Runtimes) -> None:
+    runtime = await runtimes.build({**QUIET, **SMALL_BODY})
+    async with client(create_app(runtime)) as http:
         response = await http.post("/api/v1/uploads", files={"file": ("a.mp3", b"z" * 4096, "audio/mpeg")})
         assert response.status_code != 413
         json_body = await http.post(

@@ -1,5 +1,6 @@
-"""``GET /library``, ``GET /library/{id}`` and ``DELETE /library/{id}``: the real app on each
-storage backend (memory and a SQLite file), with YouTube answered from the recorded fixtures.
+"""``GET /library``, ``GET /library/{id}`` and ``DELETE /library/{id}``: the real app on each kind
+of runtime for the tests that store something (memory, the local SQLite stores, the Worker's D1,
+KV and R2 on Miniflare: ``tests/runtimes.py``), with YouTube answered from the recorded fixtures.
 
 Ids are checked in every form a client may send them: encoded once, encoded twice, as a video
 URL, and hostile (path traversal, control characters, bytes that are not UTF-8, 10 kB).
@@ -17,11 +18,9 @@ from pytest_httpx import HTTPXMock
 
 from vid2context.api import create_app
 from vid2context.pipeline import get_context
-from vid2context.runtime import Runtime, build_runtime
-from vid2context.settings import load_settings
-from vid2context.storage.base import Storage
-from vid2context.storage.memory import MemoryStorage
+from vid2context.runtime import Runtime
 
+from .runtimes import Runtimes, on_each_runtime_when
 from .youtube_replay import httpx_callback
 
 pytestmark = pytest.mark.anyio
@@ -33,14 +32,7 @@ ENCODED = "youtube%3AGJLlxj_dtq8"
 DOUBLE_ENCODED = "youtube%253AGJLlxj_dtq8"
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def storage(request: pytest.FixtureRequest, tmp_path: Any) -> Storage:
-    """Both backends, for the tests that store something; the bad-input tests use memory only."""
-    if request.param == "memory":
-        return MemoryStorage()
-    from vid2context.storage.sqlite import SQLiteStorage
-
-    return SQLiteStorage(tmp_path / "v.db")
+QUIET = {"VID2CONTEXT_ACCESS_LOG": "0", "VID2CONTEXT_RATE_LIMIT": "0"}
 
 
 class Api:
@@ -57,15 +49,6 @@ class Api:
             await get_context(self.runtime, video_id)
 
 
-async def _serve(storage: Storage) -> Api:
-    runtime = build_runtime(
-        load_settings({"VID2CONTEXT_ACCESS_LOG": "0", "VID2CONTEXT_RATE_LIMIT": "0"}),
-        storage=storage,
-        http=httpx.AsyncClient(),
-    )
-    return Api(runtime)
-
-
 @pytest.fixture
 async def youtube(httpx_mock: HTTPXMock) -> HTTPXMock:
     httpx_mock.add_callback(httpx_callback, is_reusable=True, is_optional=True)
@@ -73,21 +56,20 @@ async def youtube(httpx_mock: HTTPXMock) -> HTTPXMock:
 
 
 @pytest.fixture
-async def api(youtube: HTTPXMock) -> AsyncIterator[Api]:
-    """The app on memory storage."""
-    served = await _serve(MemoryStorage())
+async def api(youtube: HTTPXMock, runtimes: Runtimes) -> AsyncIterator[Api]:
+    """The app on the memory runtime (the bad-input tests), or the kind the test asks for."""
+    served = Api(await runtimes.build(QUIET))
     yield served
     await served.client.aclose()
-    await served.runtime.aclose()
 
 
 @pytest.fixture
-async def stored_api(youtube: HTTPXMock, storage: Storage) -> AsyncIterator[Api]:
-    """The app on each storage backend."""
-    served = await _serve(storage)
-    yield served
-    await served.client.aclose()
-    await served.runtime.aclose()
+def stored_api(api: Api) -> Api:
+    """The app on each kind of runtime: a test that takes it runs once per kind."""
+    return api
+
+
+pytest_generate_tests = on_each_runtime_when("stored_api")
 
 
 def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:

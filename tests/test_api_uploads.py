@@ -1,8 +1,11 @@
 """``POST /api/v1/uploads`` and the core it stands on (``vid2context.uploads``).
 
-The real app and runtime; the KV's clock is injected so expiry is tested without waiting. The
-size cap is set small through settings (``VID2CONTEXT_MAX_UPLOAD_MB=1``), and bodies are also
-streamed chunk by chunk to see that the route stops reading at the cap.
+The real app and runtime. Tests that keep something (``ON_EVERY_RUNTIME``) run on each kind of runtime
+(memory, the local SQLite stores, the Worker's KV and R2 on Miniflare: ``tests/runtimes.py``); the
+expiry tests inject the memory KV's clock so they need not wait (Miniflare's KV keeps real time),
+and the parsing refusals run on memory. The size cap is set small through settings
+(``VID2CONTEXT_MAX_UPLOAD_MB=1``), and bodies are also streamed chunk by chunk to see that the
+route stops reading at the cap.
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ from vid2context.api import create_app
 from vid2context.errors import ErrorCode, VidError
 from vid2context.runtime import Runtime, build_runtime
 from vid2context.settings import load_settings
-from vid2context.storage.memory import MemoryBlobs, MemoryKv
+from vid2context.storage.base import BlobStore, KvStore
+from vid2context.storage.memory import MemoryKv
 from vid2context.uploads import clean_filename, clean_mime, get_upload, save_upload, upload_sha
+
+from .runtimes import ON_EVERY_RUNTIME, Runtimes
 
 pytestmark = pytest.mark.anyio
 
@@ -30,6 +36,12 @@ MIB = 1024 * 1024
 AUDIO = b"ID3\x04\x00fake mp3 bytes" * 50
 SHA = hashlib.sha256(AUDIO).hexdigest()
 ISO_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+SETTINGS = {
+    "VID2CONTEXT_ACCESS_LOG": "0",
+    "VID2CONTEXT_RATE_LIMIT": "0",
+    "VID2CONTEXT_MAX_UPLOAD_MB": "1",
+    "VID2CONTEXT_UPLOAD_TTL_MIN": "60",
+}
 
 
 class Clock:
@@ -41,20 +53,20 @@ class Clock:
 
 
 class Api:
-    def __init__(self, **environ: str) -> None:
-        self.clock = Clock()
-        self.kv = MemoryKv(clock=self.clock)
-        self.blobs = MemoryBlobs()
-        self.runtime: Runtime = build_runtime(
-            load_settings({"VID2CONTEXT_ACCESS_LOG": "0", "VID2CONTEXT_RATE_LIMIT": "0", **environ}),
-            kv=self.kv,
-            blobs=self.blobs,
-            http=httpx.AsyncClient(),
-        )
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
         self.app = create_app(self.runtime)
         self.client = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=self.app), base_url="http://testserver"
         )
+
+    @property
+    def kv(self) -> KvStore:
+        return self.runtime.kv
+
+    @property
+    def blobs(self) -> BlobStore:
+        return self.runtime.blobs
 
     async def upload(
         self, data: bytes, filename: str = "talk.mp3", mime: str | None = "audio/mpeg"
@@ -62,16 +74,29 @@ class Api:
         file = (filename, data) if mime is None else (filename, data, mime)
         return await self.client.post(URL, files={"file": file})
 
-    async def close(self) -> None:
-        await self.client.aclose()
-        await self.runtime.aclose()
+
+class ClockedApi(Api):
+    """The app on the memory runtime whose KV reads ``clock``: expiry without waiting."""
+
+    def __init__(self) -> None:
+        self.clock = Clock()
+        super().__init__(build_runtime(load_settings(SETTINGS), kv=MemoryKv(clock=self.clock)))
 
 
 @pytest.fixture
-async def api() -> AsyncIterator[Api]:
-    served = Api(VID2CONTEXT_MAX_UPLOAD_MB="1", VID2CONTEXT_UPLOAD_TTL_MIN="60")
+async def api(runtimes: Runtimes) -> AsyncIterator[Api]:
+    """The app on the memory runtime, or on the kind the test runs on."""
+    served = Api(await runtimes.build(SETTINGS))
     yield served
-    await served.close()
+    await served.client.aclose()
+
+
+@pytest.fixture
+async def clocked_api() -> AsyncIterator[ClockedApi]:
+    served = ClockedApi()
+    yield served
+    await served.client.aclose()
+    await served.runtime.aclose()
 
 
 def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
@@ -85,6 +110,7 @@ def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, 
 # --- success --------------------------------------------------------------------------------------
 
 
+@ON_EVERY_RUNTIME
 async def test_upload_answers_the_contract_shape(api: Api) -> None:
     response = await api.upload(AUDIO)
     assert response.status_code == 201, response.text
@@ -102,7 +128,8 @@ async def test_upload_answers_the_contract_shape(api: Api) -> None:
     assert data == AUDIO and info.input == body["input"] and info.filename == "talk.mp3"
 
 
-async def test_same_bytes_twice_are_one_upload_kept_longer(api: Api) -> None:
+async def test_same_bytes_twice_are_one_upload_kept_longer(clocked_api: ClockedApi) -> None:
+    api = clocked_api
     first = (await api.upload(AUDIO, "a.mp3")).json()
     api.clock.now += 50 * 60
     second = await api.upload(AUDIO, "b.mp3")
@@ -114,7 +141,8 @@ async def test_same_bytes_twice_are_one_upload_kept_longer(api: Api) -> None:
     assert data == AUDIO and info.filename == "b.mp3"
 
 
-async def test_expired_uploads_are_not_found_and_their_bytes_are_swept(api: Api) -> None:
+async def test_expired_uploads_are_not_found_and_their_bytes_are_swept(clocked_api: ClockedApi) -> None:
+    api = clocked_api
     old = (await api.upload(AUDIO)).json()
     api.clock.now += 61 * 60
     with pytest.raises(VidError) as caught:
@@ -131,14 +159,16 @@ async def test_expired_uploads_are_not_found_and_their_bytes_are_swept(api: Api)
     ]
 
 
+@ON_EVERY_RUNTIME
 async def test_file_exactly_at_the_cap_is_accepted(api: Api) -> None:
     response = await api.upload(b"\x01" * MIB, "big.wav", "audio/wav")
     assert response.status_code == 201, response.text[:300]
     assert response.json()["bytes"] == MIB
 
 
-async def test_uploads_are_exempt_from_the_json_body_limit() -> None:
-    served = Api(VID2CONTEXT_MAX_BODY_KB="1")
+@ON_EVERY_RUNTIME
+async def test_uploads_are_exempt_from_the_json_body_limit(runtimes: Runtimes) -> None:
+    served = Api(await runtimes.build({**SETTINGS, "VID2CONTEXT_MAX_BODY_KB": "1"}))
     try:
         assert (await served.upload(b"z" * 8192)).status_code == 201
         response = await served.client.post(
@@ -146,7 +176,7 @@ async def test_uploads_are_exempt_from_the_json_body_limit() -> None:
         )
         assert_error(response, 413, "too-large")
     finally:
-        await served.close()
+        await served.client.aclose()
 
 
 @pytest.mark.parametrize(
@@ -185,6 +215,7 @@ async def test_mime_types(api: Api, filename: str, mime: str | None, expected: s
     assert response.json()["mimeType"] == expected
 
 
+@ON_EVERY_RUNTIME
 async def test_other_fields_are_ignored(api: Api) -> None:
     response = await api.client.post(
         URL, data={"note": "hello", "lang": "en"}, files={"file": ("talk.mp3", AUDIO, "audio/mpeg")}
@@ -196,6 +227,7 @@ async def test_other_fields_are_ignored(api: Api) -> None:
 # --- refusals -------------------------------------------------------------------------------------
 
 
+@ON_EVERY_RUNTIME
 async def test_over_the_cap_is_413(api: Api) -> None:
     error = assert_error(await api.upload(b"\x01" * (MIB + 1)), 413, "too-large")
     assert "1 MiB" in error["message"]
@@ -219,6 +251,7 @@ async def test_declared_length_over_the_cap_is_refused_before_reading(api: Api) 
     assert read <= 1
 
 
+@ON_EVERY_RUNTIME
 async def test_a_streamed_body_is_cut_at_the_cap(api: Api) -> None:
     """Without Content-Length the route counts as it reads and stops at the chunk past the cap."""
     sent = 0
@@ -331,12 +364,14 @@ async def test_core_save_refuses_empty_and_oversized(api: Api) -> None:
         ("upload:" + "g" * 64, ErrorCode.BAD_REQUEST),
     ],
 )
+@ON_EVERY_RUNTIME
 async def test_core_get_refuses_unknown_and_malformed(api: Api, reference: str, code: ErrorCode) -> None:
     with pytest.raises(VidError) as caught:
         await get_upload(api.runtime, reference)
     assert caught.value.code is code and caught.value.hint
 
 
+@ON_EVERY_RUNTIME
 async def test_core_reads_its_own_references(api: Api) -> None:
     info = await save_upload(api.runtime, AUDIO, "Talk.MP3", None)
     assert info.mime_type == "audio/mpeg"
@@ -346,6 +381,7 @@ async def test_core_reads_its_own_references(api: Api) -> None:
     assert (await get_upload(api.runtime, SHA))[1] == AUDIO
 
 
+@ON_EVERY_RUNTIME
 async def test_a_record_without_bytes_is_not_found(api: Api) -> None:
     info = (await api.upload(AUDIO)).json()
     await api.blobs.delete_blob(f"blobs/uploads/{SHA}")

@@ -3,6 +3,10 @@ outline, comments, pack, bundle and models.
 
 The real app over the real runtime (memory storage, single-flight, the YouTube provider); only
 YouTube is replaced, by pytest-httpx answering from the recorded responses (``youtube_replay``).
+The tests whose answer rests on the runtime (the library behind etags and refresh, the sources and
+speech-to-text rungs it has, packs and bundles read from the library, timeouts) run on the
+Worker's runtime too (``ON_WORKER_TOO``: D1, KV and R2 on Miniflare, ``tests/runtimes.py``); input
+checking and rendering, which no runtime changes, run on memory only.
 Each route is checked for its status, headers and body shape on success and on each documented
 error, and every malformed input must be refused with ``bad-request`` before any upstream call.
 """
@@ -16,6 +20,7 @@ import json
 import time
 import zipfile
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,7 +29,6 @@ import msgspec
 import pytest
 import srt
 from litestar import Request
-from litestar.testing import AsyncTestClient
 from pytest_httpx import HTTPXMock
 
 from vid2context import library
@@ -34,9 +38,9 @@ from vid2context.bundle import build_bundle, slugify
 from vid2context.errors import ErrorCode, VidError
 from vid2context.formats import FORMATTERS, RenderOptions, context_header
 from vid2context.models import VideoContext
-from vid2context.runtime import Runtime, build_runtime
-from vid2context.settings import load_settings
+from vid2context.runtime import Runtime
 
+from .runtimes import ON_WORKER_TOO, Runtimes, serve
 from .youtube_replay import LONG_PLAYLIST_ID, PLAYLIST_ID, httpx_callback
 
 pytestmark = pytest.mark.anyio
@@ -52,7 +56,7 @@ UPLOAD = "upload:" + "a" * 64
 TITLE = "Surface Go Review"
 FIRST_LINE = "Hey, this is just a test"
 
-Client = AsyncTestClient  # an httpx.AsyncClient that also runs the app's lifespan
+Client = httpx.AsyncClient  # over the app, inside its lifespan (``runtimes.serve``)
 
 
 @pytest.fixture
@@ -73,23 +77,22 @@ MakeApp = Callable[..., Awaitable[App]]
 
 
 @pytest.fixture
-async def make_app(httpx_mock: HTTPXMock) -> AsyncIterator[MakeApp]:
-    """``await make_app(VID2CONTEXT_X="...")``: the app with those settings, closed afterwards.
+async def make_app(httpx_mock: HTTPXMock, runtimes: Runtimes) -> AsyncIterator[MakeApp]:
+    """``await make_app(VID2CONTEXT_X="...")``: the app with those settings on a runtime of the
+    test's kind, inside its lifespan, closed afterwards. It is made as its platform makes it: on
+    the Worker the app leaves the runtime open (``runtimes`` closes it), elsewhere its lifespan
+    closes it.
 
     Upstream answers are the test's choice: ask for ``youtube`` too for the recorded ones.
     """
-    opened: list[Client] = []
+    async with AsyncExitStack() as opened:
 
-    async def make(**environ: str) -> App:
-        runtime = build_runtime(load_settings(environ), http=httpx.AsyncClient())
-        client = AsyncTestClient(create_app(runtime))
-        await client.__aenter__()
-        opened.append(client)
-        return App(client, runtime)
+        async def make(**environ: str) -> App:
+            runtime = await runtimes.build(environ)
+            app = create_app(runtime, owns_runtime=runtimes.kind != "worker")
+            return App(await opened.enter_async_context(serve(app)), runtime)
 
-    yield make
-    for client in opened:
-        await client.__aexit__(None, None, None)
+        yield make
 
 
 @pytest.fixture
@@ -196,6 +199,7 @@ async def test_unknown_route_and_method_answer_the_error_body(client: Client) ->
 # --- /context -----------------------------------------------------------------------------------
 
 
+@ON_WORKER_TOO
 async def test_context_is_the_whole_video_context_with_an_etag(client: Client) -> None:
     response = await client.get(f"{API}/context", params={"url": VIDEO})
     assert response.status_code == 200
@@ -215,6 +219,7 @@ async def test_context_is_the_whole_video_context_with_an_etag(client: Client) -
     assert {"startSec", "endSec", "text"} <= set(body["transcript"]["segments"][0])
 
 
+@ON_WORKER_TOO
 async def test_if_none_match_answers_304_without_a_body(client: Client) -> None:
     await client.get(f"{API}/context", params={"url": VIDEO})  # fetched and saved
     saved = await client.get(f"{API}/context", params={"url": VIDEO})  # from the library: stable body
@@ -231,6 +236,7 @@ async def test_if_none_match_answers_304_without_a_body(client: Client) -> None:
     assert changed.content == saved.content
 
 
+@ON_WORKER_TOO
 async def test_refresh_fetches_again(client: Client, youtube: HTTPXMock) -> None:
     await client.get(f"{API}/context", params={"url": VIDEO})
     before = len(youtube.get_requests())
@@ -273,6 +279,7 @@ async def test_a_list_is_not_a_video(client: Client) -> None:
     assert "items" in body["error"]["hint"]
 
 
+@ON_WORKER_TOO
 async def test_local_files_need_the_local_runtime_and_public_mode_refuses_them(make_app: MakeApp) -> None:
     private = await make_app()
     assert_error(
@@ -285,6 +292,7 @@ async def test_local_files_need_the_local_runtime_and_public_mode_refuses_them(m
         )
 
 
+@ON_WORKER_TOO
 async def test_a_request_over_its_time_is_answered_with_timeout(
     make_app: MakeApp, httpx_mock: HTTPXMock
 ) -> None:
@@ -335,6 +343,7 @@ async def test_make_ctx_takes_the_timeout_the_deadline_and_the_request_id(make_a
 # --- /transcript --------------------------------------------------------------------------------
 
 
+@ON_WORKER_TOO
 async def test_transcript_text_has_the_header_as_the_cli_prints_it(client: Client) -> None:
     response = await client.get(f"{API}/transcript", params={"url": VIDEO})
     assert response.status_code == 200
@@ -429,6 +438,7 @@ async def test_translate_needs_the_translation_layer(client: Client, youtube: HT
     assert (await client.get(f"{API}/transcript", params={"url": VIDEO, "translate": "0"})).status_code == 200
 
 
+@ON_WORKER_TOO
 async def test_mode_stt_without_a_speech_to_text_rung(client: Client) -> None:
     body = assert_error(
         await client.get(f"{API}/transcript", params={"url": VIDEO, "mode": "stt"}), ErrorCode.NO_PROVIDER
@@ -439,6 +449,7 @@ async def test_mode_stt_without_a_speech_to_text_rung(client: Client) -> None:
 # --- /metadata ----------------------------------------------------------------------------------
 
 
+@ON_WORKER_TOO
 async def test_metadata_fetches_no_captions(client: Client, youtube: HTTPXMock) -> None:
     response = await client.get(f"{API}/metadata", params={"url": NO_CAPTIONS})
     assert response.status_code == 200
@@ -448,6 +459,7 @@ async def test_metadata_fetches_no_captions(client: Client, youtube: HTTPXMock) 
     assert not any("timedtext" in path for path in upstream(youtube))
 
 
+@ON_WORKER_TOO
 async def test_metadata_errors(client: Client) -> None:
     assert_error(await client.get(f"{API}/metadata", params={"url": "unavailable"}), ErrorCode.NOT_FOUND)
     assert_error(await client.get(f"{API}/metadata", params={"url": BLOCKED}), ErrorCode.BLOCKED)
@@ -472,6 +484,7 @@ async def test_formats_lists_every_formatter_in_order(client: Client) -> None:
 # --- /items -------------------------------------------------------------------------------------
 
 
+@ON_WORKER_TOO
 async def test_items_expands_a_playlist(client: Client) -> None:
     response = await client.get(f"{API}/items", params={"url": PLAYLIST})
     assert response.status_code == 200
@@ -510,6 +523,7 @@ async def test_items_limit_follows_the_setting(youtube: HTTPXMock, make_app: Mak
 # --- /outline and /section ----------------------------------------------------------------------
 
 
+@ON_WORKER_TOO
 async def test_outline_lists_chapters_with_tokens(client: Client) -> None:
     response = await client.get(f"{API}/outline", params={"url": VIDEO})
     assert response.status_code == 200
@@ -529,6 +543,7 @@ async def test_outline_of_a_video_without_chapters_has_time_sections(client: Cli
     assert "–" in body["chapters"][0]["title"]  # "0:00–5:00"
 
 
+@ON_WORKER_TOO
 async def test_section_by_chapter_in_text_has_the_section_line(client: Client) -> None:
     response = await client.get(f"{API}/section", params={"url": VIDEO, "chapter": "0"})
     assert response.status_code == 200
@@ -539,6 +554,7 @@ async def test_section_by_chapter_in_text_has_the_section_line(client: Client) -
     assert 'Section "Screen": 1:06 to 1:46' in by_title.text
 
 
+@ON_WORKER_TOO
 async def test_section_by_range(client: Client) -> None:
     response = await client.get(
         f"{API}/section", params={"url": VIDEO, "from": "0", "to": "0:05", "timestamps": "1"}
@@ -607,6 +623,7 @@ async def test_section_past_the_end_is_a_bad_request(client: Client) -> None:
 # --- /comments ----------------------------------------------------------------------------------
 
 
+@ON_WORKER_TOO
 async def test_comments_without_a_provider_is_503_with_a_hint(client: Client) -> None:
     body = assert_error(await client.get(f"{API}/comments", params={"url": VIDEO}), ErrorCode.NO_PROVIDER)
     assert "yt-dlp" in body["error"]["hint"]
@@ -615,6 +632,7 @@ async def test_comments_without_a_provider_is_503_with_a_hint(client: Client) ->
     ]
 
 
+@ON_WORKER_TOO
 async def test_comments_of_an_upload_are_none(client: Client) -> None:
     response = await client.get(f"{API}/comments", params={"url": UPLOAD})
     assert response.status_code == 200
@@ -637,6 +655,7 @@ async def test_comments_limit_bounds(client: Client, youtube: HTTPXMock, limit: 
 # --- /pack --------------------------------------------------------------------------------------
 
 
+@ON_WORKER_TOO
 async def test_pack_lists_what_it_could_not_read(client: Client) -> None:
     response = await client.get(
         f"{API}/pack", params=[("url", VIDEO), ("url", NO_CAPTIONS), ("url", BLOCKED)]
@@ -651,6 +670,7 @@ async def test_pack_lists_what_it_could_not_read(client: Client) -> None:
     assert BLOCKED in not_included and "blocked" in not_included
 
 
+@ON_WORKER_TOO
 async def test_pack_of_several_videos_keeps_input_order_and_drops_repeats(client: Client) -> None:
     response = await client.get(
         f"{API}/pack", params=[("url", OTHER), ("url", VIDEO), ("url", "youtu.be/GJLlxj_dtq8")]
@@ -660,6 +680,7 @@ async def test_pack_of_several_videos_keeps_input_order_and_drops_repeats(client
     assert response.text.index("The Tide Is Turning") < response.text.index(TITLE)
 
 
+@ON_WORKER_TOO
 async def test_pack_with_no_readable_video_answers_the_first_error(client: Client) -> None:
     body = assert_error(
         await client.get(f"{API}/pack", params=[("url", BLOCKED), ("url", NO_CAPTIONS)]), ErrorCode.BLOCKED
@@ -729,6 +750,7 @@ async def post_json(client: Client, path: str, body: Any) -> httpx.Response:
     return await client.post(path, content=content, headers={"Content-Type": "application/json"})
 
 
+@ON_WORKER_TOO
 async def test_pack_post(client: Client) -> None:
     response = await post_json(
         client, f"{API}/pack", {"inputs": [VIDEO, BLOCKED], "maxTokens": 5000, "mode": "auto", "lang": "en"}
@@ -781,6 +803,7 @@ async def test_post_of_101_inputs_is_too_large(client: Client, youtube: HTTPXMoc
     assert upstream(youtube) == []
 
 
+@ON_WORKER_TOO
 async def test_pack_of_a_collection(youtube: HTTPXMock, make_app: MakeApp) -> None:
     made = await make_app()
     collection = await library.create_collection(made.runtime, "Reviews")
@@ -800,6 +823,7 @@ def _zip(response: httpx.Response) -> zipfile.ZipFile:
     return zipfile.ZipFile(io.BytesIO(response.content))
 
 
+@ON_WORKER_TOO
 async def test_bundle_layout(client: Client) -> None:
     params = [
         ("url", VIDEO),
@@ -848,6 +872,7 @@ async def test_bundle_always_has_context_md(client: Client) -> None:
     assert json.loads(archive.read(f"{root}/manifest.json"))["formats"] == []
 
 
+@ON_WORKER_TOO
 async def test_bundle_post(client: Client) -> None:
     response = await post_json(
         client, f"{API}/bundle", {"inputs": [VIDEO, OTHER], "formats": ["vtt", "json"], "maxTokens": 200}
@@ -918,6 +943,7 @@ def test_bundle_names_are_safe_and_distinct() -> None:
 # --- /models ------------------------------------------------------------------------------------
 
 
+@ON_WORKER_TOO
 async def test_models_lists_the_rungs_and_the_default_policy(make_app: MakeApp) -> None:
     client = (await make_app()).client
     response = await client.get(f"{API}/models")

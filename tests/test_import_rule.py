@@ -114,24 +114,82 @@ def test_portable_module_imports_nothing_platform_specific(name: str) -> None:
                 )
 
 
-def test_worker_reachable_graph_never_reaches_local_modules() -> None:
-    """Follow module-level imports from every portable module: no path may lead to a local one."""
-    modules = _modules()
+def _import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Each module -> the in-package modules it imports at module level."""
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         _, internal = _top_level_imports(ast.parse(path.read_text(encoding="utf-8")), name)
         graph[name] = {r for c in internal if (r := _resolve(c, modules))}
+    return graph
+
+
+def _reachable(starts: set[str], graph: dict[str, set[str]]) -> set[str]:
+    seen: set[str] = set()
+    stack = list(starts)
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        stack.extend(graph.get(current, ()))
+    return seen
+
+
+def test_worker_reachable_graph_never_reaches_local_modules() -> None:
+    """Follow module-level imports from every portable module: no path may lead to a local one."""
+    modules = _modules()
+    graph = _import_graph(modules)
     for start in _portable_modules():
-        seen: set[str] = set()
-        stack = [start]
-        while stack:
-            current = stack.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            stack.extend(graph.get(current, ()))
-        reached = {m for m in seen if m in LOCAL_ONLY or m in WORKER_ONLY}
+        reached = {m for m in _reachable({start}, graph) if m in LOCAL_ONLY or m in WORKER_ONLY}
         assert not reached, f"{start} reaches {reached} at import time"
+
+
+# What the Worker calls (worker/entry.py): their lazy imports load on the Worker too.
+WORKER_ENTRY_POINTS = {("runtime", "build_worker_runtime"), ("api/app", "create_app")}
+
+
+def _lazy_imports(name: str, function: str, modules: dict[str, Path]) -> set[str]:
+    """In-package modules imported inside ``function`` of module ``name``, and inside the functions
+    of that module it calls by name, transitively."""
+    tree = ast.parse(modules[name].read_text(encoding="utf-8"))
+    functions = {
+        node.name: node for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    found: set[str] = set()
+    todo, done = [function], set()
+    while todo:
+        current = todo.pop()
+        if current in done or current not in functions:
+            continue
+        done.add(current)
+        body = ast.Module(body=list(ast.walk(functions[current])), type_ignores=[])
+        _, internal = _top_level_imports(body, name)
+        found |= {r for c in internal if (r := _resolve(c, modules))}
+        todo += [
+            n.func.id
+            for n in ast.walk(functions[current])
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        ]
+    return found
+
+
+def test_what_the_worker_builds_never_reaches_local_modules() -> None:
+    """``build_worker_runtime`` and ``create_app`` import platform modules lazily: none may be
+    local-only, nor lead to one at import time."""
+    modules = _modules()
+    graph = _import_graph(modules)
+    for name, function in sorted(WORKER_ENTRY_POINTS):
+        lazy = _lazy_imports(name, function, modules)
+        reached = _reachable(lazy, graph) & LOCAL_ONLY
+        assert not reached, f"{name}.{function} reaches {reached}"
+    assert "storage/cloudflare" in _lazy_imports("runtime", "build_worker_runtime", modules)
+
+
+def test_the_worker_rule_sees_a_violation() -> None:
+    """The local builder, were the Worker to call it, reaches local-only modules."""
+    modules = _modules()
+    lazy = _lazy_imports("runtime", "build_local_runtime", modules)
+    assert {"storage/sqlite", "providers/ytdlp"} <= _reachable(lazy, _import_graph(modules)) & LOCAL_ONLY
 
 
 def test_the_rule_sees_a_violation(tmp_path: Path) -> None:

@@ -1,4 +1,6 @@
-"""``/mcp`` over Streamable HTTP: the real app under ``vid2context serve`` (granian) on loopback.
+"""``/mcp`` over Streamable HTTP, on loopback, twice: the real app under ``vid2context serve``
+(granian), and the Worker's (``build_worker_runtime`` on Miniflare's D1, KV and R2) served as the
+Workers adapter runs it, its lifespan around every request (``runtimes.WorkerLikeApp``, uvicorn).
 
 The SDK's own HTTP client talks to it in both protocol versions (2026-07-28, and 2025-11-25 with
 ``mode="legacy"``); raw requests check what the mount answers before the SDK sees anything: 401,
@@ -8,24 +10,31 @@ The SDK's own HTTP client talks to it in both protocol versions (2026-07-28, and
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 import httpx2
 import pytest
+import uvicorn
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from vid2context.api import create_app
 from vid2context.mcp.fences import unfence
+from vid2context.runtime import build_worker_runtime
 
+from .miniflare_harness import MiniflareHarness, apply_migrations
+from .runtimes import WorkerLikeApp
 from .youtube_replay import ReplayServer
 
 pytestmark = pytest.mark.slow
@@ -54,47 +63,98 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@pytest.fixture(scope="module", params=["local", "worker"])
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The app serving on 127.0.0.1, its YouTube a replay server; yields its origin."""
-    home = tmp_path_factory.mktemp("home")
-    port = _free_port()
     with ReplayServer() as replay:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("VID2CONTEXT_")}
-        env.update(
-            VID2CONTEXT_HOME=str(home),
-            VID2CONTEXT_YOUTUBE_ORIGIN=replay.origin,
-            VID2CONTEXT_MCP_TOKENS=",".join(TOKENS),
-            VID2CONTEXT_MCP_RATE_LIMIT=str(RATE),
-            VID2CONTEXT_CORS_ORIGINS=ALLOWED_ORIGIN,
-            VID2CONTEXT_MCP_ALLOWED_HOSTS=ALLOWED_HOST,
-            VID2CONTEXT_FILE_ROOTS=str(home),
-            VID2CONTEXT_ACCESS_LOG="0",
-        )
-        log = (home / "server.log").open("w")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "vid2context", "serve", "--port", str(port)],
-            env=env,
-            stdout=log,
-            stderr=log,
-        )
-        origin = f"http://127.0.0.1:{port}"
+        settings = {
+            "VID2CONTEXT_YOUTUBE_ORIGIN": replay.origin,
+            "VID2CONTEXT_MCP_TOKENS": ",".join(TOKENS),
+            "VID2CONTEXT_MCP_RATE_LIMIT": str(RATE),
+            "VID2CONTEXT_CORS_ORIGINS": ALLOWED_ORIGIN,
+            "VID2CONTEXT_MCP_ALLOWED_HOSTS": ALLOWED_HOST,
+            "VID2CONTEXT_ACCESS_LOG": "0",
+        }
+        if request.param == "local":
+            yield from _local_server(settings, tmp_path_factory.mktemp("home"))
+        else:
+            yield from _worker_server(settings, request.getfixturevalue("miniflare"))
+
+
+def _wait_for_health(origin: str, failed: Any) -> None:
+    """Until the server answers, or ``failed()`` gives a reason (a stopped server, its log)."""
+    deadline = time.monotonic() + 60
+    while True:
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if httpx.get(origin + "/api/v1/health", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError((home / "server.log").read_text())
-                time.sleep(0.2)
-            yield origin
+            if httpx.get(origin + "/api/v1/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if (reason := failed()) or time.monotonic() > deadline:
+            raise RuntimeError(reason or f"{origin} did not answer within 60 s")
+        time.sleep(0.2)
+
+
+def _local_server(settings: Mapping[str, str], home: Path) -> Iterator[str]:
+    """``vid2context serve`` in a subprocess, its home and file roots in ``home``."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VID2CONTEXT_")}
+    env.update(settings, VID2CONTEXT_HOME=str(home), VID2CONTEXT_FILE_ROOTS=str(home))
+    log = (home / "server.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "vid2context", "serve", "--port", str(port)], env=env, stdout=log, stderr=log
+    )
+    origin = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_health(
+            origin, lambda: (home / "server.log").read_text() if process.poll() is not None else None
+        )
+        yield origin
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def _worker_server(settings: Mapping[str, str], miniflare: MiniflareHarness) -> Iterator[str]:
+    """``build_worker_runtime`` on an empty Miniflare deployment with ``settings`` as its vars,
+    served by uvicorn in a thread of its own as the Workers adapter runs the app."""
+    miniflare.reset()
+    env = miniflare.new_env(vars=dict(settings))
+    runtime = build_worker_runtime(env)
+    port = _free_port()
+    web = uvicorn.Server(
+        uvicorn.Config(
+            WorkerLikeApp(create_app(runtime, owns_runtime=False)),
+            host="127.0.0.1",
+            port=port,
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+        )
+    )
+    crashed: list[BaseException] = []
+
+    async def run() -> None:
+        try:
+            await apply_migrations(env.DB)
+            await web.serve()
+        except BaseException as error:  # shown by the health wait below
+            crashed.append(error)
+            raise
         finally:
-            process.terminate()
-            process.wait(timeout=30)
-            log.close()
+            await runtime.aclose()
+            await env.aclose()
+
+    thread = threading.Thread(target=asyncio.run, args=(run(),), name="worker-like server", daemon=True)
+    thread.start()
+    origin = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_health(origin, lambda: repr(crashed[0]) if crashed else None)
+        yield origin
+    finally:
+        web.should_exit = True
+        thread.join(timeout=30)
 
 
 def _client(origin: str, token: str = TOKENS[0], mode: str = "auto") -> Client:
@@ -207,13 +267,21 @@ def test_an_origin_not_allowed_is_403_and_an_allowed_one_gets_cors(server: str) 
     assert "mcp-protocol-version" in preflight.headers["access-control-allow-headers"]
 
 
+@pytest.mark.parametrize("server", ["local"], indirect=True)
 def test_a_host_not_loopback_or_allowed_is_403(server: str) -> None:
+    """Against DNS rebinding, on a server bound to loopback; a Worker is bound to no address."""
     port = server.rsplit(":", 1)[1]
     refused = _post(server, Host=f"evil.example:{port}")
     assert refused.status_code == 403
     _is_error_body(refused, "forbidden")
     assert _post(server, Host=ALLOWED_HOST).status_code == 200
     assert _post(server, Host=f"localhost:{port}").status_code == 200
+
+
+@pytest.mark.parametrize("server", ["worker"], indirect=True)
+def test_on_the_worker_every_host_is_served(server: str) -> None:
+    """The Worker's scope has no server address, so the loopback Host rule never applies there."""
+    assert _post(server, Host="vid2context.example.workers.dev").status_code == 200
 
 
 def test_the_rate_limit_is_per_token_and_answers_429(server: str) -> None:

@@ -3,6 +3,10 @@
 YouTube is answered by pytest-httpx from the recorded fixtures (``tests/youtube_replay.py``); long
 transcripts are built here and saved to the library first, which is where the tools read them
 from. Nothing of ours is patched: the server is ``create_mcp(runtime)`` with short waits.
+
+The tools that read or write the library, list the runtime's models or leave long work running
+run on the Worker's runtime too (``ON_WORKER_TOO``: D1, KV and R2 on Miniflare,
+``tests/runtimes.py``); formatting, paging and fencing, which no runtime changes, on memory only.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from vid2context.settings import load_settings
 from vid2context.storage.memory import MemoryStorage
 from vid2context.tokens import estimate_tokens
 
+from .runtimes import ON_WORKER_TOO, Runtimes
 from .youtube_replay import PLAYLIST_ID, httpx_callback
 
 pytestmark = [pytest.mark.anyio, pytest.mark.httpx_mock(assert_all_responses_were_requested=False)]
@@ -148,18 +153,14 @@ def long_context(
     )
 
 
-def make_runtime(**settings: str) -> Runtime:
-    return build_runtime(load_settings(settings), http=httpx.AsyncClient())
-
-
 @pytest.fixture
-async def runtime(httpx_mock: Any) -> AsyncIterator[Runtime]:
+async def runtime(httpx_mock: Any, runtimes: Runtimes) -> Runtime:
+    """A runtime of the test's kind with the two long talks in its library."""
     httpx_mock.add_callback(httpx_callback, is_reusable=True, is_optional=True)
-    rt = make_runtime()
+    rt = await runtimes.build()
     await rt.storage.put_context(long_context())
     await rt.storage.put_context(long_context(PLAIN, minutes=40, chapters=False, seed=3))
-    yield rt
-    await rt.aclose()
+    return rt
 
 
 @pytest.fixture
@@ -232,7 +233,10 @@ async def test_the_instructions_say_outline_first_and_fetch_less(client: Client)
 # --- reading one video ---------------------------------------------------------------------------
 
 
-async def test_get_transcript_has_the_header_fenced_with_layers_and_end(client: Client) -> None:
+@ON_WORKER_TOO
+async def test_get_transcript_has_the_header_fenced_with_layers_and_end(
+    runtime: Runtime, client: Client
+) -> None:
     result = await client.call_tool("get_transcript", {"url": f"https://youtu.be/{VIDEO}"})
     assert not result.is_error
     text = text_of(result)
@@ -246,9 +250,11 @@ async def test_get_transcript_has_the_header_fenced_with_layers_and_end(client: 
     assert lines[-2].startswith("Layers: metadata by youtube (ok")
     assert lines[-1].startswith("[End of transcript: segments 0-2 of 3")
     again = text_of(await client.call_tool("get_transcript", {"url": VIDEO}))
-    assert "Layers: library (memory): saved copy, nothing fetched" in again  # saved by the first read
+    saved = f"Layers: library ({runtime.storage.id}): saved copy, nothing fetched"
+    assert saved in again  # saved by the first read
 
 
+@ON_WORKER_TOO
 async def test_get_metadata_and_outline(client: Client) -> None:
     metadata = json_block(await client.call_tool("get_metadata", {"url": VIDEO}))
     assert metadata["title"].startswith("Surface Go Review") and metadata["durationSec"] == 316
@@ -264,6 +270,7 @@ async def test_get_metadata_and_outline(client: Client) -> None:
     assert plain["sections"] == "time" and len(plain["chapters"]) == 8
 
 
+@ON_WORKER_TOO
 async def test_get_section_by_index_title_and_time(client: Client) -> None:
     by_index = text_of(await client.call_tool("get_section", {"url": LONG, "chapter": 3}))
     (inside,) = unfence(by_index)
@@ -309,6 +316,7 @@ async def test_list_items_expands_a_playlist(client: Client) -> None:
     assert few["count"] == 3
 
 
+@ON_WORKER_TOO
 async def test_list_models_reads_the_runtime(client: Client) -> None:
     result = await client.call_tool("list_models", {})
     body = result.structured_content
@@ -463,12 +471,14 @@ async def test_each_error_is_an_is_error_result_with_the_contract_body(
     assert "Traceback" not in body["message"] and "validation error" not in body["message"]
 
 
-async def test_public_mode_refuses_local_paths_as_unsupported_input(httpx_mock: Any) -> None:
-    rt = make_runtime(VID2CONTEXT_PUBLIC="1")
+@ON_WORKER_TOO
+async def test_public_mode_refuses_local_paths_as_unsupported_input(
+    httpx_mock: Any, runtimes: Runtimes
+) -> None:
+    rt = await runtimes.build({"VID2CONTEXT_PUBLIC": "1"})
     async with Client(create_mcp(rt)) as connected:
         body = error_of(await connected.call_tool("get_transcript", {"url": "/etc/passwd"}))
     assert body["error"] == "unsupported-input"
-    await rt.aclose()
 
 
 class _BrokenStorage(MemoryStorage):
@@ -547,6 +557,7 @@ async def test_titles_descriptions_and_comments_are_fenced_and_ids_are_fresh(
 # --- several videos, progress -------------------------------------------------------------------
 
 
+@ON_WORKER_TOO
 async def test_a_pack_reports_progress_per_video_and_lists_failures(client: Client) -> None:
     seen: list[tuple[float, float | None, str | None]] = []
 
@@ -580,6 +591,7 @@ async def test_one_failing_video_never_fails_the_batch(client: Client) -> None:
 # --- collections --------------------------------------------------------------------------------
 
 
+@ON_WORKER_TOO
 async def test_collections_end_to_end(client: Client) -> None:
     created = json_block(
         await client.call_tool("create_collection", {"name": "Hybrids", "description": "cars"})
@@ -633,13 +645,16 @@ async def test_collections_end_to_end(client: Client) -> None:
 # --- long work ----------------------------------------------------------------------------------
 
 
-async def test_long_work_answers_processing_then_get_job_gives_the_result(httpx_mock: Any) -> None:
+@ON_WORKER_TOO
+async def test_long_work_answers_processing_then_get_job_gives_the_result(
+    httpx_mock: Any, runtimes: Runtimes
+) -> None:
     async def slow(request: httpx.Request) -> httpx.Response:
         await asyncio.sleep(0.4)
         return httpx_callback(request)
 
     httpx_mock.add_callback(slow, is_reusable=True, is_optional=True)
-    rt = make_runtime()
+    rt = await runtimes.build()
     seen: list[str | None] = []
 
     async def progress(value: float, total: float | None, message: str | None) -> None:
@@ -665,12 +680,12 @@ async def test_long_work_answers_processing_then_get_job_gives_the_result(httpx_
         assert repeated.structured_content == done.structured_content
         page = await connected.call_tool("get_transcript", {"url": VIDEO})  # saved: no wait at all
         assert "Surface Go" in text_of(page)
-    await rt.aclose()
 
 
 # --- prompts and resources ---------------------------------------------------------------------
 
 
+@ON_WORKER_TOO
 async def test_prompts_plan_the_reading_and_ask_for_citations(client: Client) -> None:
     prompts = {prompt.name: prompt for prompt in (await client.list_prompts()).prompts}
     assert set(prompts) == {"brief", "buyer_guide"}
@@ -695,6 +710,7 @@ async def test_prompts_plan_the_reading_and_ask_for_citations(client: Client) ->
         await client.get_prompt("brief", {})
 
 
+@ON_WORKER_TOO
 async def test_resources_read_the_library(client: Client) -> None:
     created = json_block(await client.call_tool("create_collection", {"name": "Talks"}))
     collection_id = created["collection"]["id"]

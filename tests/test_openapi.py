@@ -3,7 +3,8 @@
 Validated against the OpenAPI 3.1 meta-schema (openapi-spec-validator); every path under
 ``/api/v1``; health and the document itself open (``security: []``); a bearer scheme that is
 required exactly when keys are set; the contract's error body for every error status, checked
-against real error answers.
+against real error answers. The document and the real answers are checked on the Worker's runtime
+too (``tests/runtimes.py``): the Worker serves the same document.
 """
 
 from __future__ import annotations
@@ -24,26 +25,31 @@ from vid2context.errors import ErrorCode
 from vid2context.runtime import build_runtime
 from vid2context.settings import load_settings
 
+from .runtimes import ON_WORKER_TOO, Runtimes
+
 pytestmark = pytest.mark.anyio
 
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 
 
 @asynccontextmanager
-async def api(env: Mapping[str, str] | None = None) -> AsyncIterator[httpx.AsyncClient]:
-    runtime = build_runtime(
-        load_settings({"VID2CONTEXT_ACCESS_LOG": "0", **(env or {})}), http=httpx.AsyncClient()
-    )
+async def api(
+    env: Mapping[str, str] | None = None, runtimes: Runtimes | None = None
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The app with settings ``env``: on the memory runtime, or on one ``runtimes`` builds (and closes)."""
+    settings = {"VID2CONTEXT_ACCESS_LOG": "0", **(env or {})}
+    runtime = build_runtime(load_settings(settings)) if runtimes is None else await runtimes.build(settings)
     transport = httpx.ASGITransport(app=create_app(runtime))
     try:
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
             yield http
     finally:
-        await runtime.aclose()
+        if runtimes is None:
+            await runtime.aclose()
 
 
-async def document(env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    async with api(env) as http:
+async def document(env: Mapping[str, str] | None = None, runtimes: Runtimes | None = None) -> dict[str, Any]:
+    async with api(env, runtimes) as http:
         response = await http.get("/api/v1/openapi.json")
     assert response.status_code == 200
     assert "json" in response.headers["content-type"]
@@ -54,8 +60,9 @@ def operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     return [(path, m, item[m]) for path, item in doc["paths"].items() for m in METHODS if m in item]
 
 
-async def test_document_is_valid_openapi_3_1() -> None:
-    doc = await document()
+@ON_WORKER_TOO
+async def test_document_is_valid_openapi_3_1(runtimes: Runtimes) -> None:
+    doc = await document(runtimes=runtimes)
     assert doc["openapi"].startswith("3.1")
     validate(doc)  # the OpenAPI 3.1 meta-schema
     assert doc["info"]["title"] == "vid2context"
@@ -112,10 +119,11 @@ async def test_every_error_response_is_the_contract_error_body() -> None:
             assert "413" in responses
 
 
-async def test_real_error_answers_match_the_documented_body() -> None:
-    doc = await document()
+@ON_WORKER_TOO
+async def test_real_error_answers_match_the_documented_body(runtimes: Runtimes) -> None:
+    doc = await document(runtimes=runtimes)
     schema = {**doc["components"]["schemas"]["ErrorBody"], "components": doc["components"]}
-    async with api({"VID2CONTEXT_API_KEYS": "some-key"}) as http:
+    async with api({"VID2CONTEXT_API_KEYS": "some-key"}, runtimes) as http:
         answers = [
             await http.get("/api/v1/formats"),  # 401 from the middleware
             await http.get("/api/v1/nope", headers={"Authorization": "Bearer some-key"}),  # 404 from Litestar

@@ -17,6 +17,10 @@ a fresh connection the ``item`` events so far, then the latest ``progress`` (or 
 ``done``/``error``), all in number order; then live events, with ``None`` (a heartbeat) after
 ``heartbeat_s`` of silence; it ends after ``done`` or ``error``.
 
+A job outlives the request that submitted it: its task is handed to ``runtime.hand_off``, which on
+the Worker passes it to ``waitUntil`` (nothing else would keep it running once the response is
+sent) and locally does nothing.
+
 Every change of state is also written to ``runtime.kv`` under ``jobs:<id>`` (for a day), so another
 process or isolate can read a job (``get``) and follow its progress (``events`` polls the KV).
 Progress is written at most once a second; status changes always.
@@ -267,6 +271,7 @@ class JobQueue:
         self._records[job.id] = record
         await self._save(record, force=True)
         record.task = asyncio.get_running_loop().create_task(self._run(record), name=f"vid2context {job.id}")
+        runtime.hand_off(record.task)  # on the Worker: waitUntil, or the job dies with the request
         return record.job
 
     async def get(self, runtime: Runtime, job_id: str) -> Job:

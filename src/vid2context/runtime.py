@@ -2,20 +2,25 @@
 
 ``create_app(runtime)`` and the CLI take a ``Runtime`` and hold no global state of their own.
 Adding a provider is one module plus one line in the builder below that puts it in its ladder.
-The local builder imports the local-only modules inside the function, so importing this module on
-the Worker never pulls in subprocess or sqlite3.
+Three builders: ``build_runtime`` (the portable parts, in memory), ``build_local_runtime`` (a laptop
+or server: SQLite, yt-dlp, ffmpeg, the local model) and ``build_worker_runtime`` (a Cloudflare
+Python Worker: D1, KV, R2 and Workers AI from its ``env``). Each platform builder imports its own
+modules inside the function, so importing this module on the Worker never pulls in subprocess or
+sqlite3, and the local runtime never loads the Cloudflare bindings.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
 from . import __version__
 from .chunking import SttPlan
+from .errors import ErrorCode, VidError
 from .jobs import JobQueue
 from .models import VideoContext
 from .providers.base import SourceProvider
@@ -23,16 +28,35 @@ from .providers.speech import SpeechToText
 from .providers.stt import hosted_rungs, ordered, stt_plan
 from .providers.upload import UploadProvider
 from .providers.youtube import YouTubeProvider
-from .settings import Settings, load_settings
+from .settings import SETTINGS, Settings, load_settings
 from .singleflight import SingleFlight
 from .storage.base import BlobStore, KvStore, Storage
 from .storage.memory import MemoryBlobs, MemoryKv, MemoryStorage
 
-__all__ = ["Runtime", "build_local_runtime", "build_runtime", "make_http_client"]
+__all__ = [
+    "KeepAlive",
+    "Runtime",
+    "build_local_runtime",
+    "build_runtime",
+    "build_worker_runtime",
+    "make_http_client",
+]
+
+KeepAlive = Callable[[Awaitable[Any]], None]
+"""Hands a background task to the platform so it may outlive the request that started it."""
 
 
 @dataclass
 class Runtime:
+    """Everything a request or a job needs, built once per process (locally) or isolate (Worker).
+
+    Background work (``jobs``, MCP's long runs) starts asyncio tasks that outlive the request that
+    started them. A local server keeps its event loop running, so nothing more is needed there; a
+    Cloudflare Worker only keeps such a task alive when it is passed to ``waitUntil``. So every
+    such task goes through ``hand_off``, which gives it to ``keep_alive`` when the platform set
+    one (the Worker entry sets ``workers.wait_until``) and does nothing otherwise.
+    """
+
     settings: Settings
     storage: Storage
     http: httpx.AsyncClient
@@ -50,6 +74,17 @@ class Runtime:
     """The speech-to-text ladder in order, disabled rungs included (``providers/stt.py``)."""
     stt_plan: SttPlan = field(default_factory=SttPlan)
     """How hosted rungs get long audio: piece size, concurrency, retries, the audio splitter."""
+    keep_alive: KeepAlive | None = None
+    """The platform's way to keep a background task alive past its request (``waitUntil`` on the
+    Worker); ``None`` when the process outlives its requests anyway."""
+
+    def hand_off(self, task: Awaitable[Any]) -> bool:
+        """Give a background ``task`` to ``keep_alive``; whether the platform now holds it (and so
+        whether it may outlive the app's lifespan, which on the Worker ends after each request)."""
+        if self.keep_alive is None:
+            return False
+        self.keep_alive(task)
+        return True
 
     async def aclose(self) -> None:
         await self.jobs.aclose()  # first: a stopping job still writes its state
@@ -156,3 +191,58 @@ def _add_local_stt(runtime: Runtime) -> None:
         model = whisper_local.find_model(runtime.settings.whisper_model)
         runtime.stt = ordered([whisper_local.LocalWhisper(model), *runtime.stt])
     runtime.stt_plan.prep = FfmpegPrep()
+
+
+def build_worker_runtime(env: Any) -> Runtime:
+    """The runtime of a Cloudflare Python Worker, from its ``env``: settings from its vars and
+    secrets, the library in D1 (``DB``), small values in KV (``KV``), bytes in R2 (``BUCKET``),
+    speech-to-text through Workers AI (``AI``, optional) before the hosted rungs.
+
+    Built once per isolate (the Worker runs the app's lifespan around every request, so this must
+    not be redone per request): one httpx client, and the app is made with ``owns_runtime=False``.
+    There is no ffmpeg here, so audio is never cut: an upload too large for one speech-to-text
+    request is refused with ``too-large`` and a hint (``chunking.PassthroughPrep``).
+    """
+    from .providers.whisper_workers_ai import WorkersAIBindingWhisper, WorkersAIWhisper
+    from .storage.cloudflare import CloudflareAi, CloudflareKv, CloudflareStorage, R2Blobs
+
+    settings = load_settings(_worker_environ(env))
+    runtime = build_runtime(
+        settings,
+        storage=CloudflareStorage(env.DB, bucket=env.BUCKET),
+        kv=CloudflareKv(env.KV),
+        blobs=R2Blobs(env.BUCKET),
+        name="worker",
+    )
+    ai = getattr(env, "AI", None)
+    binding = WorkersAIBindingWhisper(None if ai is None else CloudflareAi(ai))
+    # The binding replaces the REST rung (same model and id): the Worker has no cloudflare SDK and
+    # needs no API token for its own account.
+    hosted = [rung for rung in runtime.stt if not isinstance(rung, WorkersAIWhisper)]
+    runtime.stt = ordered([*hosted, binding])
+    return runtime
+
+
+def _worker_environ(env: Any) -> dict[str, str]:
+    """The Worker's vars and secrets that name a setting, as ``load_settings`` reads them.
+
+    wrangler.toml may give a var as a JSON number or boolean (``VID2CONTEXT_PUBLIC = true``); those
+    are turned into the text a shell variable would hold. Anything else (an object) is refused with
+    the variable's name, never its value.
+    """
+    environ: dict[str, str] = {}
+    for setting in SETTINGS:
+        value = getattr(env, setting.env, None)
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            environ[setting.env] = "1" if value else "0"
+        elif isinstance(value, str | int | float):
+            environ[setting.env] = str(value)
+        else:
+            raise VidError(
+                ErrorCode.BAD_REQUEST,
+                f"{setting.env} is not text: the Worker's vars and secrets must be strings.",
+                hint=f"Set {setting.env} as a string in wrangler.toml [vars] or with `wrangler secret put`.",
+            )
+    return environ

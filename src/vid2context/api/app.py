@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
 
 from litestar import Litestar
 from litestar.datastructures import State
@@ -25,8 +27,84 @@ from .videos import comments, context, items, metadata, transcript
 __all__ = ["create_app"]
 
 
-def create_app(runtime: Runtime) -> Litestar:
-    """The ASGI app for ``runtime``; shutting the app down closes the runtime's clients and store.
+class SharedLifespan:
+    """One lifespan for many overlapping users, entered and left by a task of its own.
+
+    On the Worker every request runs the app's lifespan, and concurrent requests of an isolate
+    overlap: they do not end in the order they began. Litestar's lifespan (its event emitter) and
+    the MCP session manager hold anyio task groups, which must be left by the task that entered
+    them, and the emitter keeps one exit stack per app. So the first user starts a task that enters
+    the real lifespan; the others wait for its startup; the last one out lets that task leave it.
+    A newcomer waits until a lifespan that is ending has ended, so two never overlap.
+    """
+
+    def __init__(self, enter: Callable[[], AbstractAsyncContextManager[None]]) -> None:
+        self._enter = enter
+        self._users = 0
+        self._lock: asyncio.Lock | None = None
+        self._running: tuple[asyncio.Task[None], asyncio.Event] | None = None
+        """The task inside the lifespan, and the event that tells it to leave."""
+
+    @asynccontextmanager
+    async def hold(self) -> AsyncIterator[None]:
+        """Inside the lifespan (started by the first holder, ended by the last)."""
+        self._lock = self._lock or asyncio.Lock()
+        async with self._lock:
+            if self._running is None:
+                self._running = await self._start()
+            self._users += 1
+        try:
+            yield
+        finally:
+            async with self._lock:
+                self._users -= 1
+                if self._users == 0 and self._running is not None:
+                    (task, leave), self._running = self._running, None
+                    leave.set()
+                    await task  # a failing shutdown is the last user's to report
+
+    async def _start(self) -> tuple[asyncio.Task[None], asyncio.Event]:
+        started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        leave = asyncio.Event()
+        task = asyncio.ensure_future(self._run(started, leave))
+        await started  # a failing startup is raised here, to the first holder
+        return task, leave
+
+    async def _run(self, started: asyncio.Future[None], leave: asyncio.Event) -> None:
+        try:
+            async with self._enter():
+                started.set_result(None)
+                await leave.wait()
+        except BaseException as error:
+            if started.done():
+                raise
+            started.set_exception(error)
+
+
+class IsolateApp(Litestar):
+    """The app of a Worker isolate: its lifespan may be entered again while it runs (one per
+    concurrent request), and all of them share one (``SharedLifespan``)."""
+
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        self._shared = SharedLifespan(super().lifespan)
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        async with self._shared.hold():
+            yield
+
+
+def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
+    """The ASGI app for ``runtime``.
+
+    ``owns_runtime``: whether the app's lifespan is the runtime's life. True for a server process:
+    its lifespan runs once, and its shutdown closes the runtime (jobs, store, httpx client). The
+    Cloudflare Worker passes False: ``workers.asgi.fetch`` runs the lifespan around *every*
+    request, while the runtime is built once per isolate and must stay open for the next request
+    and for the background work still running; and since concurrent requests overlap, their
+    lifespans share one (``IsolateApp``). The MCP session manager is lifespan-scoped either way
+    (it is cheap to start again).
 
     The runtime travels in ``app.state`` so handlers reach it without globals. The middleware
     (``api/middleware``) wraps Litestar's whole handler, so it sees unknown routes too; a
@@ -44,9 +122,11 @@ def create_app(runtime: Runtime) -> Litestar:
         try:
             yield
         finally:
-            await runtime.aclose()
+            if owns_runtime:
+                await runtime.aclose()
 
-    app = Litestar(
+    app_class = Litestar if owns_runtime else IsolateApp
+    app = app_class(
         route_handlers=[
             health,
             context,

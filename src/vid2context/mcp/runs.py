@@ -19,6 +19,11 @@ The registry lives in the process, like the SDK's stateless transport itself: a 
 the process that started it. The work saves what it reads to the library, so repeating a call on
 another process after the work finished is quick anyway. (``runtime.jobs``, the REST job queue,
 persists REST jobs; these MCP runs are shorter-lived and carry a finished tool reply.)
+
+Each run's task is given to ``keep_alive`` (``Runtime.hand_off``): on the Worker that is
+``waitUntil``, without which the run would die with the request that answered ``processing``. A run
+the platform holds is also left running by ``aclose``, because the Worker ends the app's lifespan
+after every request, not when the isolate goes away.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ MAX_RUNS = 256
 
 Notify = Callable[[str, float | None, str, int | None, int | None], Awaitable[None]]
 Work = Callable[["Run"], Awaitable[Reply]]
+HandOff = Callable[[Awaitable[Any]], bool]
+"""``Runtime.hand_off``: gives a task to the platform; True when the platform now holds it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +78,8 @@ class Run:
     failed: bool = False
     task: asyncio.Task[Reply] | None = None
     waiters: set[asyncio.Queue[Step]] = field(default_factory=set)
+    kept_alive: bool = False
+    """The platform holds the task (``waitUntil``): it outlives the app's lifespan."""
 
     def report(
         self,
@@ -105,8 +114,10 @@ class Runs:
         job_wait_s: float | None = None,
         keep_s: float = KEEP_S,
         clock: Callable[[], float] = time.monotonic,
+        keep_alive: HandOff | None = None,
     ) -> None:
         self.timeout = timeout
+        self.keep_alive = keep_alive
         self.wait_s = wait_s
         self.job_wait_s = wait_s if job_wait_s is None else job_wait_s
         self.keep_s = keep_s
@@ -215,6 +226,7 @@ class Runs:
         run.task = asyncio.get_running_loop().create_task(
             self._guard(run, work), name=f"vid2context-mcp-{run.id}"
         )
+        run.kept_alive = self.keep_alive is not None and self.keep_alive(run.task)
         self._by_id[run.id] = run
         self._by_key[key] = run
         return run
@@ -258,8 +270,15 @@ class Runs:
         return sum(1 for run in self._by_id.values() if run.task is not None and not run.task.done())
 
     async def aclose(self) -> None:
-        """Stop the runs still going (at shutdown); what they read so far stays in the library."""
-        tasks = [run.task for run in self._by_id.values() if run.task is not None and not run.task.done()]
+        """Stop the runs still going (at shutdown); what they read so far stays in the library.
+
+        Runs the platform keeps alive are left to it (see the module docstring).
+        """
+        tasks = [
+            run.task
+            for run in self._by_id.values()
+            if run.task is not None and not run.task.done() and not run.kept_alive
+        ]
         for task in tasks:
             task.cancel()
         if tasks:

@@ -90,7 +90,12 @@ def create_mcp(runtime: Runtime, *, wait_s: float = WAIT_S, job_wait_s: float | 
     ``wait_s`` is how long a call waits for long work before answering ``processing``, and
     ``job_wait_s`` how long ``get_job`` waits (both 45 s; tests make them short).
     """
-    runs = Runs(timeout=runtime.settings.request_timeout_ms / 1000, wait_s=wait_s, job_wait_s=job_wait_s)
+    runs = Runs(
+        timeout=runtime.settings.request_timeout_ms / 1000,
+        wait_s=wait_s,
+        job_wait_s=job_wait_s,
+        keep_alive=runtime.hand_off,  # on the Worker a run must be given to waitUntil to outlive its request
+    )
     deps = Deps(runtime=runtime, runs=runs)
     root = logging.getLogger()
     placeholder = logging.NullHandler() if not root.handlers else None

@@ -1,9 +1,9 @@
 """The edge stores: the library in D1, small values in KV, bytes and large transcripts in R2.
 
 The only module besides ``worker/`` that touches Cloudflare bindings, and only through the binding
-objects it is given (``env.DB``, ``env.KV``, ``env.BUCKET``). It imports ``pyodide``/``js`` lazily,
-inside ``_to_js``, so it loads under CPython too: the tests drive it against Miniflare's real D1,
-KV and R2 through look-alike bindings (``tests/cloudflare_bindings.py``).
+objects it is given (``env.DB``, ``env.KV``, ``env.BUCKET``; ``env.AI`` for Workers AI). It imports
+``pyodide``/``js`` lazily, inside ``_to_js``, so it loads under CPython too: the tests drive it
+against Miniflare's real D1, KV and R2 through look-alike bindings (``tests/cloudflare_bindings.py``).
 
 Same schema and SQL as the SQLite store (``migrations/``, ``common.py``), with what D1 and the
 Pyodide boundary require:
@@ -41,7 +41,14 @@ from . import common
 from .base import Blob, summarize
 from .common import build_fts_query, check_blob_key, check_limit, decode_cursor, encode_cursor, parse_query
 
-__all__ = ["INLINE_CONTEXT_BYTES", "KV_MIN_TTL", "CloudflareKv", "CloudflareStorage", "R2Blobs"]
+__all__ = [
+    "INLINE_CONTEXT_BYTES",
+    "KV_MIN_TTL",
+    "CloudflareAi",
+    "CloudflareKv",
+    "CloudflareStorage",
+    "R2Blobs",
+]
 
 INLINE_CONTEXT_BYTES = 500_000
 """Contexts whose JSON is larger than this are kept in R2, not in the D1 row."""
@@ -470,3 +477,17 @@ class R2Blobs:
             if not listed.truncated:
                 return sorted(keys)
             cursor = listed.cursor
+
+
+class CloudflareAi:
+    """``env.AI`` with Python in and out, as ``providers/whisper_workers_ai.AiBinding`` expects.
+
+    A Python dict handed to a JavaScript function arrives as a proxy whose fields the AI binding
+    cannot read, so the inputs go through ``_to_js``; the answer comes back as plain Python.
+    """
+
+    def __init__(self, ai: Any) -> None:
+        self._ai = ai
+
+    async def run(self, model: str, inputs: dict[str, Any]) -> Any:
+        return _py(await self._ai.run(model, _to_js(inputs)))
