@@ -345,3 +345,39 @@ def test_mcp_is_imported_lazily_outside_its_package() -> None:
             assert not any(name.split(".")[0] in ("mcp", "mcp_types") for name in names), (
                 f"{relative} imports mcp"
             )
+
+
+def test_the_protocol_versions_the_card_names_are_the_sdks() -> None:
+    """``mcp/identity.py`` names them without importing the SDK; they must not drift from it."""
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+    from vid2context.mcp.identity import PROTOCOL_VERSIONS
+
+    assert PROTOCOL_VERSIONS == [*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS]
+
+
+def test_the_rest_api_never_loads_the_mcp_sdk() -> None:
+    """Building the app and serving REST and discovery requests leaves the SDK unimported: on the
+    Worker, a cold isolate's first REST request does not pay for it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio, sys, httpx\n"
+        "from vid2context.api import create_app\n"
+        "from vid2context.runtime import build_runtime\n"
+        "from vid2context.settings import load_settings\n"
+        "async def main():\n"
+        "    app = create_app(build_runtime(load_settings({}), http=httpx.AsyncClient()))\n"
+        "    async with app.lifespan():\n"
+        "        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://t') as c:\n"
+        "            for path in ('/api/v1/health', '/mcp/server-card', '/.well-known/ai-catalog.json'):\n"
+        "                assert (await c.get(path)).status_code == 200, path\n"
+        "            assert (await c.get('/mcp')).status_code == 405\n"
+        "    loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types'))\n"
+        "    print(loaded)\n"
+        "asyncio.run(main())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

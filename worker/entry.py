@@ -7,8 +7,10 @@
 R2, Workers AI, one httpx client) is therefore built once per isolate, here, and the app is told
 not to close it at each lifespan shutdown.
 
-The ``mcp`` SDK is imported when the app is first built, inside a request, never at start-up: it
-draws random numbers at import, which Workers forbid while the isolate's snapshot is taken.
+What this module imports at its top is part of the memory snapshot Cloudflare takes at deploy, so
+every new isolate starts with Litestar, the app's modules and the Cloudflare bindings' wrappers
+already loaded. The ``mcp`` SDK is not among them: it draws random numbers at import, which
+Workers forbid while the snapshot is taken, and the app loads it on the first MCP message only.
 ``scripts/build_worker.py`` (wrangler.toml's build step) puts the package beside this file.
 """
 
@@ -19,6 +21,10 @@ from urllib.parse import unquote, urlsplit
 
 from workers import WorkerEntrypoint, asgi
 
+import vid2context.providers.whisper_workers_ai  # noqa: F401  in the snapshot: build_worker_runtime needs it
+import vid2context.storage.cloudflare  # noqa: F401  likewise
+from vid2context.api import create_app
+from vid2context.runtime import build_worker_runtime
 from vid2context.site import SiteApp, is_app_path
 
 _api: Any = None
@@ -29,10 +35,7 @@ def api_app(env: Any) -> Any:
     """The isolate's API app, built on first use from the Worker's bindings, vars and secrets."""
     global _api
     if _api is None:
-        from workers import wait_until
-
-        from vid2context.api import create_app
-        from vid2context.runtime import build_worker_runtime
+        from workers import wait_until  # cloudflare:workers, reachable inside a request
 
         runtime = build_worker_runtime(env)
         runtime.keep_alive = wait_until  # background jobs outlive the request that started them

@@ -6,11 +6,21 @@
 ``paging.py`` cuts transcripts into pages, ``runs.py`` keeps long work going past the wait, and
 ``http.py`` mounts the server at ``/mcp`` with its auth, origin, host and rate checks.
 
-Importing this package imports the ``mcp`` SDK, which draws random numbers at import time: modules
-outside ``mcp/`` import it inside a function, never at module top (the Worker forbids randomness
-at start-up).
+The ``mcp`` SDK draws random numbers at import time (the Worker forbids randomness at start-up)
+and takes about a second to import, so nothing here imports it until it is used: ``create_mcp``
+is loaded on first access, and ``http.py`` loads the SDK on the first MCP message, so the REST API
+and the discovery documents never pay for it. Modules outside ``mcp/`` import from here inside a
+function, never at module top.
 """
 
-from .server import create_mcp
+from typing import Any
 
 __all__ = ["create_mcp"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "create_mcp":
+        from .server import create_mcp
+
+        return create_mcp
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,24 +20,24 @@ on ``runtime.kv`` (``VID2CONTEXT_MCP_RATE_LIMIT`` a minute, the whole minute's w
 ``/.well-known/ai-catalog.json`` (and the MCP catalog at ``/.well-known/mcp/catalog.json``) lists
 the server card. The SDK app is built with ``stateless_http=True, json_response=True`` and its own
 DNS-rebinding check off (the checks above replace it, and also work behind a public host name).
-Its session manager runs in the Litestar lifespan; the lifespan is counted, so the Worker, which runs
-the ASGI lifespan around every request, gets one manager per burst of requests, never two at once.
+The SDK is imported, and its session manager started, on the first MCP message inside the Litestar
+lifespan (REST requests and discovery never load it); the lifespan is counted, so the Worker, which
+runs the ASGI lifespan around every request, gets one manager per burst of requests, never two.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import asyncio
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from litestar import Litestar, Request, Response, get
 from litestar.handlers import asgi
 from litestar.types import Receive, Scope, Send
-from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..api.errors import send_error
@@ -48,13 +48,15 @@ from ..api.middleware.cors import parse_origins
 from ..api.middleware.ratelimit import RateLimit
 from ..errors import ErrorCode, VidError
 from ..runtime import Runtime
-from .server import SERVER_NAME, VidServer, create_mcp
+from .identity import PROTOCOL_VERSIONS, SERVER_NAME
+
+if TYPE_CHECKING:
+    from .server import VidServer
 
 __all__ = ["CARD_MEDIA_TYPE", "McpHttp", "mcp_http"]
 
 CARD_MEDIA_TYPE = "application/mcp-server-card+json"
 CARD_SCHEMA = "https://static.modelcontextprotocol.io/schemas/v2/server-card.schema.json"
-PROTOCOL_VERSIONS = [*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS]
 _DISCOVERY_HEADERS = {
     "Access-Control-Allow-Origin": "*",
     "Access-Control-Allow-Methods": "GET",
@@ -106,7 +108,8 @@ class McpHttp:
     def __init__(self, runtime: Runtime, server: VidServer | None = None) -> None:
         settings = runtime.settings
         self.runtime = runtime
-        self.server = server or create_mcp(runtime)
+        self.server = server
+        """Built with the SDK app, on the first MCP message (``_sdk_app``), unless given."""
         keys = parse_api_keys(settings.mcp_tokens) or parse_api_keys(settings.api_keys)
         self.checks = _Checks(
             keys=keys,
@@ -130,7 +133,9 @@ class McpHttp:
             else None
         )
         self._app: Any = None
-        self._stack: AsyncExitStack | None = None
+        self._manager: tuple[asyncio.Task[None], asyncio.Event] | None = None
+        """The task running the SDK's session manager, and the event that stops it."""
+        self._lock: asyncio.Lock | None = None
         self._users = 0
 
     @staticmethod
@@ -138,8 +143,20 @@ class McpHttp:
         raise RuntimeError("the /mcp checks call Auth and RateLimit directly, never as middleware")
 
     # -- the SDK app and its lifespan -----------------------------------------------------------------
+    #
+    # The SDK is imported, the server built and its session manager started on the first MCP
+    # message, not at start-up: a REST request or a discovery document never pays the second of
+    # imports (on the Worker, a cold isolate's first request). The session manager holds an anyio
+    # task group, which must be left by the task that entered it, so it runs in a task of its own
+    # (``_serve``), started by the first message and stopped when the app's lifespan ends.
 
     def _build(self) -> Any:
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        if self.server is None:
+            from .server import create_mcp
+
+            self.server = create_mcp(self.runtime)
         return self.server.streamable_http_app(
             streamable_http_path="/",
             stateless_http=True,
@@ -149,23 +166,56 @@ class McpHttp:
 
     @asynccontextmanager
     async def lifespan(self, _: Litestar | None = None) -> AsyncIterator[None]:
-        """Run the SDK's session manager while the app runs (counted, so nested lifespans share one)."""
-        if self._users == 0:
-            app = self._build()
-            stack = AsyncExitStack()
-            await stack.enter_async_context(app.router.lifespan_context(app))
-            self._app, self._stack = app, stack
+        """The app's lifespan: MCP messages are served inside it (counted, so nested lifespans
+        share one); the last one out stops the session manager and the runs still going."""
         self._users += 1
         try:
             yield
         finally:
             self._users -= 1
-            if self._users == 0 and self._stack is not None:
-                stack, self._stack = self._stack, None
-                try:
+            if self._users == 0:
+                await self._stop()
+
+    async def _sdk_app(self) -> Any:
+        """The SDK's app, started on first use; ``None`` outside the app's lifespan."""
+        if self._users == 0:
+            return None
+        self._lock = self._lock or asyncio.Lock()
+        async with self._lock:
+            if self._manager is None:
+                started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                leave = asyncio.Event()
+                task = asyncio.ensure_future(self._serve(started, leave))
+                await started
+                self._manager = (task, leave)
+        return self._app
+
+    async def _serve(self, started: asyncio.Future[None], leave: asyncio.Event) -> None:
+        try:
+            app = self._build()
+            async with app.router.lifespan_context(app):
+                self._app = app
+                started.set_result(None)
+                await leave.wait()
+        except BaseException as error:
+            if started.done():
+                raise
+            started.set_exception(error)
+        finally:
+            self._app = None
+
+    async def _stop(self) -> None:
+        self._lock = self._lock or asyncio.Lock()
+        async with self._lock:
+            if self._manager is None:
+                return
+            (task, leave), self._manager = self._manager, None
+            try:
+                if self.server is not None:
                     await self.server.deps.runs.aclose()
-                finally:
-                    await stack.aclose()
+            finally:
+                leave.set()
+                await task
 
     # -- the mount ----------------------------------------------------------------------------------
 
@@ -257,7 +307,8 @@ class McpHttp:
                 )
                 await send_error(send, error, headers=cors)
                 return
-        if self._app is None:
+        app = await self._sdk_app()
+        if app is None:
             await send_error(
                 send,
                 VidError(
@@ -275,7 +326,7 @@ class McpHttp:
                 message = {**message, "headers": [*(message.get("headers") or ()), *raw_cors]}
             await send(message)
 
-        await self._app(inner, receive, send_with_cors)
+        await app(inner, receive, send_with_cors)
 
     # -- checks -------------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from .. import __version__
 from ..errors import ErrorCode, VidError
 from ..runtime import Runtime
 from . import prompts, resources
+from .identity import SERVER_NAME
 from .results import ErrorReply
 from .runs import WAIT_S, Runs
 from .toolkit import Deps
@@ -26,7 +27,6 @@ from .tools import all_tools
 
 __all__ = ["INSTRUCTIONS", "SERVER_NAME", "VidServer", "create_mcp"]
 
-SERVER_NAME = "vid2context"
 
 INSTRUCTIONS = """vid2context turns videos (YouTube and other pages, local files on the local server) into
 context with [m:ss] citations and timestamp links.
