@@ -24,6 +24,8 @@ from vid2context.site import (
 )
 from vid2context.site_files import SiteFiles
 
+from .runtimes import serve
+
 pytestmark = pytest.mark.anyio
 
 FILES = {
@@ -233,3 +235,25 @@ async def test_site_and_app_sends_app_paths_to_the_app_and_the_rest_to_the_site(
         assert (await client.get("/mcp")).text == "api"
         assert (await client.get("/", headers={"accept": "text/markdown"})).text == "# Home"
     assert seen == ["/api/v1/health", "/mcp"]
+
+
+async def test_the_local_server_serves_the_repository_site_beside_the_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``vid2context serve``'s app (``cli.local_app``): the API and the real ``site/`` together."""
+    from vid2context.cli import local_app
+    from vid2context.site_files import default_site_dir
+
+    monkeypatch.setenv("VID2CONTEXT_HOME", str(tmp_path / "home"))
+    site_dir = default_site_dir()
+    assert site_dir is not None and (site_dir / "index.md").is_file()
+    async with serve(local_app()) as client:  # the app inside its lifespan, which closes the runtime
+        markdown = await client.get("/quick-start", headers={"accept": "text/markdown"})
+        html = await client.get("/quick-start")
+        health = await client.get("/api/v1/health")
+    assert markdown.status_code == 200
+    assert markdown.content == (site_dir / "quick-start.md").read_bytes()
+    assert html.content == (site_dir / "quick-start.html").read_bytes()
+    assert html.headers["link"] == LINK_HEADER
+    assert health.status_code == 200
+    assert health.json()["runtime"] == "local"
