@@ -404,6 +404,29 @@ async def test_without_ffmpeg_audio_over_the_cap_is_refused_before_any_request(
     assert fake.requests == []
 
 
+MIB = 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("size", "cap", "shown"),
+    [
+        (3 * MIB // 2, MIB, "1.5 MB, over the 1.0 MB"),
+        (MIB + 6_000, MIB, "1.01 MB, over the 1.00 MB"),
+        (MIB + 600, MIB, "1.001 MB, over the 1.000 MB"),
+        (MIB + 1, MIB, "1,048,577 bytes, over the 1,048,576 bytes"),
+        (1001, 1000, "1,001 bytes, over the 1,000 bytes"),
+    ],
+)
+async def test_the_too_large_message_shows_sizes_that_differ(size: int, cap: int, shown: str) -> None:
+    """Not "1.0 MB, over the 1.0 MB": as many decimals as it takes, or bytes."""
+    audio = AudioInput.from_bytes(b"\x07" * size, filename="talk.mp3")
+    with pytest.raises(VidError) as caught:
+        async with PassthroughPrep().chunks(audio, Ctx(timeout=5), max_bytes=cap, max_sec=600.0):
+            pass
+    assert caught.value.code is ErrorCode.TOO_LARGE
+    assert f"talk.mp3 is {shown} a speech-to-text request may carry" in caught.value.message
+
+
 async def test_on_the_worker_audio_that_fits_is_sent_as_it_is(
     make_runtime: Any, fake: FakeWhisper, sentences: tuple[Path, list[Word]]
 ) -> None:
@@ -686,7 +709,7 @@ async def test_uploads_are_transcribed_through_the_ladder_and_never_saved(
     assert context.transcript is not None and words_of(context.transcript) == expected(words)
     assert outcomes(context.attempts)[:3] == [
         ("upload", "metadata", "ok"),
-        ("upload", "captions", "error"),
+        ("upload", "captions", "skipped"),  # an upload has none: nothing was tried, nothing failed
         ("upload", "audio", "ok"),
     ]
     assert outcomes(context.attempts)[-1] == ("stt/self-hosted/whisper-1", "stt", "ok")
@@ -697,6 +720,65 @@ async def test_uploads_are_transcribed_through_the_ladder_and_never_saved(
     with pytest.raises(VidError) as captions_only:
         await get_context(runtime, info.input, mode="captions")
     assert captions_only.value.code is ErrorCode.NO_TRANSCRIPT
+
+
+def without_ms(attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in attempt.items() if k != "ms"} for attempt in attempts]
+
+
+@pytest.mark.parametrize(
+    ("case", "status", "code", "hint"),
+    [
+        ("too-large", 413, "too-large", "local runtime"),
+        ("rung-failures", 502, "all-rungs-failed", "GROQ_API_KEY"),
+        ("no-rung", 503, "no-provider", "GROQ_API_KEY"),
+    ],
+)
+async def test_an_upload_in_auto_mode_answers_what_speech_to_text_answers(
+    make_runtime: Any, case: str, status: int, code: str, hint: str
+) -> None:
+    """An upload has no captions by nature, so mode=auto must not fold "no captions" into its
+    answer (it was ``502 all-rungs-failed`` with the hint "Use mode=stt", or ``422 no-transcript``
+    with no rung set up): it answers mode=stt's error, and its attempts are mode=stt's with the
+    captions recorded as skipped. Without ffmpeg, as on the Worker."""
+    with FakeWhisper(key=None) as fake, FakeWhisper(key="another-key") as refusing:
+        data = b"\x07" * 1000
+        if case == "too-large":
+            runtime = make_runtime(openai_env(fake), ffmpeg=False, chunk_bytes=MIB)
+            data = b"\x07" * (MIB + 1)
+        elif case == "rung-failures":  # groq refuses the key, the self-hosted service fails
+            runtime = make_runtime({**groq_env(refusing), **openai_env(fake)}, ffmpeg=False, retries=0)
+            fake.fail_next(500, count=2)
+        else:
+            runtime = make_runtime({}, ffmpeg=False)
+        async with AsyncTestClient(create_app(runtime)) as client:
+            uploaded = await client.post("/api/v1/uploads", files={"file": ("talk.mp3", data, "audio/mpeg")})
+            reference = uploaded.json()["input"]
+            auto = await client.get("/api/v1/transcript", params={"url": reference})
+            stt = await client.get("/api/v1/transcript", params={"url": reference, "mode": "stt"})
+    assert (auto.status_code, stt.status_code) == (status, status), auto.text
+    error = auto.json()["error"]
+    assert error == stt.json()["error"] and error["code"] == code
+    assert hint in error["hint"] and "mode=stt" not in error["hint"]
+    assert "upload" not in error["message"].split("(")[-1]  # no captions "failure" among the rungs
+    attempts = without_ms(auto.json()["attempts"])
+    assert attempts[1] == {
+        "id": "upload",
+        "stage": "captions",
+        "outcome": "skipped",
+        "reason": "no-transcript",
+        "detail": "an upload has no captions",
+    }
+    assert attempts[:1] + attempts[2:] == without_ms(stt.json()["attempts"])
+    assert {a["id"] for a in attempts if a["stage"] == "stt"} == {rung.id for rung in runtime.stt}
+    if case == "too-large":
+        assert "1,048,577 bytes, over the 1,048,576 bytes" in error["message"]
+        assert fake.requests == []  # refused before anything was sent
+    if case == "rung-failures":
+        assert [(a["id"], a["reason"]) for a in attempts if a["outcome"] == "error"] == [
+            ("stt/groq/whisper-large-v3-turbo", "auth"),
+            ("stt/self-hosted/whisper-1", "upstream"),
+        ]
 
 
 class CaptionsSource:

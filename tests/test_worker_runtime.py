@@ -166,6 +166,10 @@ async def test_an_upload_is_transcribed_through_the_ai_binding(
     assert reference == "upload:" + hashlib.sha256(audio).hexdigest()
 
 
+def _without_ms(attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in attempt.items() if k != "ms"} for attempt in attempts]
+
+
 async def test_an_upload_too_large_for_one_request_is_too_large_with_a_hint(
     runtimes: Runtimes, whisper: FakeWhisper
 ) -> None:
@@ -186,11 +190,21 @@ async def test_an_upload_too_large_for_one_request_is_too_large_with_a_hint(
         if a["stage"] == "stt" and a["outcome"] == "error"
     ]
     assert tried == [("stt/cloudflare/@cf/openai/whisper-large-v3-turbo", "too-large")]
-    # mode=auto adds the upload's missing captions to the answer; the reason is still in attempts.
-    assert auto.json()["error"]["code"] != "internal"
-    assert any(
-        a.get("reason") == "too-large" and "cannot split" in a["detail"] for a in auto.json()["attempts"]
-    )
+    # The sizes differ visibly (it said "1.0 MB, over the 1.0 MB").
+    assert "1,048,577 bytes, over the 1,048,576 bytes" in body["error"]["message"]
+    # An upload has no captions by nature: mode=auto answers the same 413, not a 502 all-rungs-failed
+    # whose hint says "use mode=stt", and its attempts are mode=stt's with the captions skipped.
+    assert auto.status_code == 413, auto.text
+    assert auto.json()["error"] == body["error"]
+    attempts = _without_ms(auto.json()["attempts"])
+    assert attempts[1] == {
+        "id": "upload",
+        "stage": "captions",
+        "outcome": "skipped",
+        "reason": "no-transcript",
+        "detail": "an upload has no captions",
+    }
+    assert attempts[:1] + attempts[2:] == _without_ms(body["attempts"])
     assert ai.calls == 0  # refused before anything was sent
 
 

@@ -108,10 +108,11 @@ class PassthroughPrep:
                 ErrorCode.BAD_REQUEST, f"{audio.describe()} is empty (0 bytes).", hint="Send audio or video."
             )
         if len(audio.data) > max_bytes:
+            size, cap = _sizes(len(audio.data), max_bytes)
             raise VidError(
                 ErrorCode.TOO_LARGE,
-                f"{audio.describe()} is {_mb(len(audio.data))}, over the {_mb(max_bytes)} a speech-to-text "
-                "request may carry, and this runtime cannot split audio.",
+                f"{audio.describe()} is {size}, over the {cap} a speech-to-text request may carry, and this "
+                "runtime cannot split audio.",
                 hint="Compress it to mono speech audio first (about 30 MB an hour at 64 kbit/s), or use the "
                 "local runtime, which splits long audio with ffmpeg.",
             )
@@ -122,8 +123,15 @@ class PassthroughPrep:
         return chunk.audio
 
 
-def _mb(size: int) -> str:
-    return f"{size / 1_048_576:.1f} MB"
+def _sizes(size: int, cap: int) -> tuple[str, str]:
+    """``size`` and ``cap`` as text that shows them differ: in MB with as many decimals as that
+    takes (up to three), in bytes when a few bytes over would still read as "1.000 MB, over the
+    1.000 MB"."""
+    for decimals in (1, 2, 3):
+        shown = f"{size / 1_048_576:.{decimals}f}", f"{cap / 1_048_576:.{decimals}f}"
+        if shown[0] != shown[1]:
+            return f"{shown[0]} MB", f"{shown[1]} MB"
+    return f"{size:,} bytes", f"{cap:,} bytes"
 
 
 @dataclass

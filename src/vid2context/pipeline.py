@@ -12,7 +12,9 @@ The transcript ladder, cheapest and most faithful first::
 ``mode=captions`` stops after captions, ``mode=stt`` skips them. Speech-to-text takes the audio
 from the first source that can give it (``AudioSource``; attempt stage ``audio``) and walks
 ``runtime.stt`` in order (``transcribe``): disabled rungs are recorded as skipped with the
-variable they miss, a failing rung hands over to the next.
+variable they miss, a failing rung hands over to the next. An upload has no captions by nature,
+so ``auto`` records its captions as skipped and answers exactly what ``mode=stt`` would: a
+``too-large`` upload is ``too-large``, not a captions failure folded into ``all-rungs-failed``.
 """
 
 from __future__ import annotations
@@ -257,7 +259,19 @@ async def _transcript(
             attempts=attempts,
         )
     errors: list[VidError] = []
-    if mode in ("auto", "captions"):
+    if mode == "auto" and ref.platform == "upload":
+        # Nothing to find: asking would only add "no captions" to whatever speech-to-text answers,
+        # and its hint (use mode=stt) to an answer that already is speech-to-text's.
+        attempts.append(
+            Attempt(
+                id=providers[0].id,
+                stage="captions",
+                outcome="skipped",
+                reason="no-transcript",
+                detail="an upload has no captions",
+            )
+        )
+    elif mode in ("auto", "captions"):
         for provider in providers:
             try:
                 return await run_rung(

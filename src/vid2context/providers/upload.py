@@ -4,7 +4,9 @@ The bytes and their details come from ``uploads.get_upload`` (KV + blobs, so eve
 isolate sees them). An upload has no captions, no comments and no platform metadata: its title is
 the filename without its extension, and its sound is the uploaded bytes as they are (the ladder
 re-encodes and splits them where it can). The pipeline never saves upload contexts to the
-library. Portable: runs on the Worker too.
+library. In ``auto`` mode the pipeline does not ask for an upload's captions: it records them as
+skipped, and speech-to-text alone answers.
+Portable: runs on the Worker too.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class UploadProvider:
         return []
 
     async def captions(self, ref: VideoRef, ctx: Ctx, *, lang: str | None = None) -> Transcript:
+        """Only ``mode=captions`` asks: in ``auto`` the pipeline skips an upload's captions, so
+        that speech-to-text alone answers (and this hint never points ``auto`` at itself)."""
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
             "An upload has no captions.",
