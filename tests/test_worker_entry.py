@@ -36,8 +36,8 @@ ORIGIN = "https://vid2context.example.workers.dev"
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 sys.path.insert(0, str(STANDIN))
-import workers  # noqa: E402  the stand-in, from the path just added
-from assets_binding import AssetsBinding  # noqa: E402
+import workers
+from assets_binding import AssetsBinding
 
 sys.path.remove(str(STANDIN))
 

@@ -21,8 +21,9 @@ from urllib.parse import unquote, urlsplit
 
 from workers import WorkerEntrypoint, asgi
 
-import vid2context.providers.whisper_workers_ai  # noqa: F401  in the snapshot: build_worker_runtime needs it
-import vid2context.storage.cloudflare  # noqa: F401  likewise
+# Imported here so they are in the snapshot; build_worker_runtime would import them on first use.
+import vid2context.providers.whisper_workers_ai
+import vid2context.storage.cloudflare
 from vid2context.api import create_app
 from vid2context.runtime import build_worker_runtime
 from vid2context.site import SiteApp, is_app_path

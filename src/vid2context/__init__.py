@@ -38,9 +38,9 @@ __all__ = [
     "VideoSummary",
     "__version__",
     "estimate_tokens",
+    "format_timestamp",
     "is_list",
     "parse_input",
-    "format_timestamp",
     "parse_time",
     "timestamp_url",
 ]

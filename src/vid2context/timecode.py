@@ -32,7 +32,7 @@ def _bad(value: object, why: str) -> VidError:
     )
 
 
-def parse_time(value: str | int | float) -> float:
+def parse_time(value: str | float) -> float:
     """Seconds from any accepted time form; ``bad-request`` for anything else.
 
     Negative, NaN and absurdly large values are refused rather than clamped: a wrong time

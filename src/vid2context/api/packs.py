@@ -28,7 +28,7 @@ from ..errors import ErrorCode, VidError
 from ..formats import FORMATTERS, render_many
 from ..inputs import is_list
 from ..models import Base, Comment, Mode, VideoContext, VideoRef
-from ..pipeline import get_context, list_items, resolve
+from ..pipeline import get_comments, get_context, list_items, resolve
 from ..runtime import Runtime
 from .params import (
     BODY_ERRORS,
@@ -43,7 +43,6 @@ from .params import (
     parse_mode,
     runtime_of,
 )
-from ..pipeline import get_comments
 from .videos import DEFAULT_COMMENTS, text_response
 
 __all__ = [

@@ -13,7 +13,7 @@ from litestar import Request, Response, get
 from litestar.params import QueryParameter
 
 from ..errors import ErrorCode, VidError
-from ..formats import RenderOptions
+from ..formats import RenderOptions, render_view
 from ..outline import ApiOutline, get_section, outline_for_api
 from ..pipeline import get_context
 from ..timecode import format_timestamp, parse_time
@@ -32,7 +32,6 @@ from .params import (
     require_url,
     runtime_of,
 )
-from ..formats import render_view
 from .videos import TEXT_MIME, text_response
 
 __all__ = ["outline", "section"]

@@ -20,13 +20,10 @@ from litestar.datastructures import ResponseHeader
 from litestar.openapi import ResponseSpec
 from litestar.params import QueryParameter
 
-from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
-from ..formats import FORMATTERS, Formatter, RenderOptions, context_header, render_view
-from ..inputs import is_list
-from ..models import Attempt, Base, Comment, VideoContext, VideoMetadata, VideoRef
-from ..pipeline import get_comments, get_context, get_metadata, list_items, resolve, run_rung
-from ..runtime import Runtime
+from ..formats import FORMATTERS, RenderOptions, render_view
+from ..models import Base, Comment, VideoContext, VideoMetadata, VideoRef
+from ..pipeline import get_comments, get_context, get_metadata, list_items
 from .params import (
     FormatQuery,
     LangQuery,

@@ -27,8 +27,8 @@ runs the ASGI lifespan around every request, gets one manager per burst of reque
 
 from __future__ import annotations
 
-import ipaddress
 import asyncio
+import ipaddress
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
