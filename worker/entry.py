@@ -23,7 +23,7 @@ from workers import WorkerEntrypoint, asgi
 
 # Imported here so they are in the snapshot; build_worker_runtime would import them on first use.
 import vid2context.providers.whisper_workers_ai
-import vid2context.storage.cloudflare
+import vid2context.storage.cloudflare  # noqa: F401  (binds the same name as the line above)
 from vid2context.api import create_app
 from vid2context.runtime import build_worker_runtime
 from vid2context.site import SiteApp, is_app_path
