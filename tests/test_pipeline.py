@@ -112,11 +112,30 @@ def test_rate_limit_keeps_retry_after(youtube: HTTPXMock, runtime: Runtime) -> N
     assert caught.value.retry_after == 120
 
 
-def test_no_captions_in_auto_mode_points_to_stt(youtube: HTTPXMock, runtime: Runtime) -> None:
+def test_no_captions_in_auto_mode_without_a_rung_says_how_to_set_one_up(youtube: HTTPXMock, runtime: Runtime) -> None:
+    """Auto mode has already looked for a speech-to-text rung: pointing at mode=stt would only
+    fail the same way, so the hint names the keys that turn a rung on."""
     with pytest.raises(VidError) as caught:
         asyncio.run(get_context(runtime, "dsMFmonKDD4"))
-    assert "stt" in (caught.value.hint or "")
+    assert caught.value.code is ErrorCode.NO_TRANSCRIPT
+    hint = caught.value.hint or ""
+    assert "GROQ_API_KEY" in hint
+    assert "mode=stt" not in hint
     assert ("stt", "skipped") in [(a.stage, a.outcome) for a in caught.value.attempts]
+
+
+def test_no_captions_in_auto_mode_without_audio_here_points_to_the_local_runtime(youtube: HTTPXMock) -> None:
+    """A rung is set up, but this runtime cannot fetch YouTube audio (the Worker's case): the hint
+    is the local runtime, not mode=stt."""
+    rt = build_runtime(load_settings({"VID2CONTEXT_STT_URL": "http://127.0.0.1:9/v1"}), http=httpx.AsyncClient())
+    assert any(rung.enabled for rung in rt.stt)
+    with pytest.raises(VidError) as caught:
+        asyncio.run(get_context(rt, "dsMFmonKDD4"))
+    assert caught.value.code is ErrorCode.NO_TRANSCRIPT
+    hint = caught.value.hint or ""
+    assert "local runtime" in hint
+    assert "mode=stt" not in hint
+    assert ("audio", "skipped") in [(a.stage, a.outcome) for a in caught.value.attempts]
 
 
 def test_stt_mode_without_rungs_is_no_provider(httpx_mock: HTTPXMock, runtime: Runtime) -> None:

@@ -307,6 +307,17 @@ def _no_stt_rung(attempts: list[Attempt]) -> VidError:
     )
 
 
+def _with_next_step(error: VidError, blocker: VidError) -> VidError:
+    """The captions' error in auto mode when speech-to-text could not even start (no rung set up,
+    or no way to get the audio here): a video without captions is still ``no-transcript``, but the
+    next step is what unblocks speech-to-text (``blocker``'s hint), not ``mode=stt``, which would
+    fail the same way. Other caption failures (blocked, private, ...) keep their own hint."""
+    if error.code is not ErrorCode.NO_TRANSCRIPT:
+        return error
+    return VidError(error.code, error.message, hint=blocker.hint, attempts=error.attempts,
+                    retry_after=error.retry_after)
+
+
 async def transcribe(
     runtime: Runtime,
     audio: AudioInput,
@@ -358,31 +369,34 @@ async def _speech_to_text(
         attempts.extend(_skipped(rung) for rung in runtime.stt)
         if mode == "stt" or not caption_errors:
             raise _no_stt_rung(attempts)
-        raise _combine(caption_errors, attempts)
+        raise _with_next_step(_combine(caption_errors, attempts), _no_stt_rung(attempts))
     sources = [p for p in providers if isinstance(p, AudioSource)]
     if not sources:
         first = providers[0]
         attempts.append(
             Attempt(id=first.id, stage="audio", outcome="skipped", reason="no-provider", detail="cannot fetch audio")
         )
-        if mode == "auto" and caption_errors:
-            raise _combine(caption_errors, attempts)
-        raise VidError(
+        no_audio = VidError(
             ErrorCode.NO_PROVIDER,
             f"{first.name} cannot download audio here, so speech-to-text cannot run.",
             hint="Speech-to-text of these videos needs the local runtime, which downloads audio with yt-dlp "
             "(`pip install 'vid2context[local]'`).",
             attempts=attempts,
         )
+        if mode == "auto" and caption_errors:
+            raise _with_next_step(_combine(caption_errors, attempts), no_audio)
+        raise no_audio
+    # Speech-to-text's own error leads: auto mode has already tried it, so the captions' hint
+    # ("use mode=stt") is no next step any more.
     errors = list(caption_errors) if mode == "auto" else []
     try:
         source, audio = await _first_audio(attempts, sources, ref, ctx)
     except VidError as error:
-        raise _combine([*errors, error], attempts) from None
+        raise _combine([error, *errors], attempts) from None
     try:
         return await transcribe(runtime, audio, lang=lang, ctx=ctx, attempts=attempts)
     except VidError as error:
-        raise _combine([*errors, error], attempts) from None
+        raise _combine([error, *errors], attempts) from None
     finally:
         release = getattr(source, "release_audio", None)
         if release is not None:
