@@ -323,17 +323,23 @@ def _unpack_wheel(wheel: Path, target: Path) -> list[str]:
 
 
 def driver_spec(outdir: Path, *, steps: list[str], refuse: list[str] = (), miniflare: str | None = None,
-                site: Path | None = None, preload: list[str] = ()) -> dict[str, Any]:
-    """A spec for ``worker_driver.py``: the upload in ``outdir`` on ``sys.path``, then the stand-in."""
+                site: Path | None = None, preload: list[str] = (), variables: dict[str, str] | None = None,
+                upload: Path | None = None) -> dict[str, Any]:
+    """A spec for ``worker_driver.py``: the upload in ``outdir`` on ``sys.path``, then the stand-in.
+
+    ``variables`` are vars and secrets added to wrangler.toml's; ``upload`` is the file the
+    driver's ``upload`` step posts.
+    """
     return {
         "paths": [str(outdir), str(outdir / "python_modules"), str(STANDIN)],
         "refuse": list(refuse),
         "miniflare": miniflare,
         "bindings": str(BINDINGS),
         "site": str(site) if site else None,
-        "vars": dict(WORKER_VARS),
+        "vars": {**WORKER_VARS, **(variables or {})},
         "steps": steps,
         "preload": list(preload),
+        "upload": str(upload) if upload else None,
     }
 
 

@@ -13,6 +13,12 @@ first API request builds), then requests through ``Default.fetch``: ``health``, 
 each step's status, wall and CPU milliseconds, the top-level modules loaded (and any loaded from
 outside ``sys.path``'s spec folders and the standard library), and the refused imports attempted.
 
+Speech-to-text on the Worker (the test's steps, not the benchmark's): ``no_groq`` fails unless the
+``groq`` SDK is absent, as it is from the upload, so the Groq rung is the plain-httpx one;
+``stt_health`` is ``health`` keeping the speech-to-text providers it lists and the class of each
+rung the runtime built; ``upload`` posts the spec's ``upload`` file (multipart, field ``file``);
+``transcript`` asks ``/api/v1/transcript?format=text`` (mode auto) for that upload and keeps the text.
+
 ``-S`` keeps the virtualenv's site-packages off ``sys.path``, so only what would be uploaded can
 be imported. Nothing is imported before ``entry`` but ``sys`` and ``time`` (and the ``-X
 importtime`` markers go to stderr, between the steps), so the import figures count the whole graph.
@@ -25,6 +31,7 @@ STARTED = time.perf_counter()
 ORIGIN = "https://vid2context.example.workers.dev"
 MCP_HEADERS = [("content-type", "application/json"), ("accept", "application/json, text/event-stream")]
 MCP_VERSION = "2025-11-25"
+STT_STEPS = ("stt_health", "upload", "transcript")
 
 
 class Refuse:
@@ -150,6 +157,10 @@ def _serve(spec, report, before):
                         step["status"] = 0
                     elif name == "preload":
                         _preload(spec.get("preload", ()), step)
+                    elif name == "no_groq":
+                        _no_groq(step)
+                    elif name in STT_STEPS:
+                        await _stt_request(worker, name, step, report, spec)
                     else:
                         await _request(worker, name, step, report)
             if workers.pending:
@@ -196,6 +207,69 @@ async def _request(worker, name, step, report):
             step["protocol_version"] = result.get("protocolVersion")
         if "error" in answer:
             step["rpc_error"] = answer["error"]
+
+
+async def _stt_request(worker, name, step, report, spec):
+    """The speech-to-text steps: health's ladder, an upload, its transcript (see the docstring)."""
+    import json
+    from urllib.parse import urlencode
+
+    import entry
+    from workers import Request
+
+    if name == "stt_health":
+        request = Request(f"{ORIGIN}/api/v1/health", headers=[("accept", "application/json")])
+    elif name == "upload":
+        body, content_type = _multipart(spec["upload"])
+        request = Request(f"{ORIGIN}/api/v1/uploads", method="POST", body=body,
+                          headers=[("content-type", content_type), ("accept", "application/json")])
+    else:
+        query = urlencode({"url": report["upload"]["input"], "format": "text"})
+        request = Request(f"{ORIGIN}/api/v1/transcript?{query}", headers=[("accept", "text/plain")])
+    response = await worker.fetch(request)
+    step["status"] = response.status
+    step["bytes"] = len(response.body)
+    if name == "stt_health":
+        answer = json.loads(response.body) if response.status == 200 else {}
+        report["stt_providers"] = [p for p in answer.get("providers", []) if p["kind"] == "stt"]
+        report["stt_rungs"] = [
+            {"id": rung.id, "provider": rung.provider, "enabled": rung.enabled,
+             "class": f"{type(rung).__module__}.{type(rung).__qualname__}"}
+            for rung in entry._api.state.runtime.stt
+        ]
+    elif name == "upload":
+        report["upload"] = json.loads(response.body) if response.status == 201 else {}
+    else:
+        report["transcript"] = response.body.decode("utf-8", "replace")
+
+
+def _multipart(path):
+    """A ``multipart/form-data`` body with the file at ``path`` as field ``file``, and its type."""
+    import mimetypes
+    import os
+
+    with open(path, "rb") as handle:
+        data = handle.read()
+    name = os.path.basename(path)
+    mime = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    boundary = "worker-driver-boundary-7d1e"
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
+            f"Content-Type: {mime}\r\n\r\n").encode()
+    return head + data + f"\r\n--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
+
+
+def _no_groq(step):
+    """Fail unless the groq SDK is out of reach, as on the Worker (the Groq rung is then httpx's)."""
+    import importlib.util
+
+    if importlib.util.find_spec("groq") is not None:
+        raise AssertionError("groq is importable in the driver: the Worker's Groq rung would not be tested")
+    try:
+        import groq  # noqa: F401
+    except ModuleNotFoundError:
+        step["status"] = 0
+    else:
+        raise AssertionError("import groq succeeded in the driver")
 
 
 def _preload(modules, step):

@@ -888,3 +888,21 @@ async def test_health_and_models_list_every_rung_and_never_a_value(
         ("stt/self-hosted/whisper-1", "stt", "paid", True),
     ]
     assert listed[1]["label"] == "whisper-large-v3-turbo"
+
+
+async def test_groq_over_httpx_names_groq_api_key_when_the_key_is_refused() -> None:
+    """The Worker's Groq rung (no groq SDK there): a refused key points at GROQ_API_KEY."""
+    from vid2context.providers.stt import groq_over_httpx
+
+    with FakeWhisper(key="the-right-key") as fake:
+        settings = load_settings({"GROQ_API_KEY": "a-wrong-key", "GROQ_BASE_URL": fake.url})
+        async with httpx.AsyncClient() as http:
+            rung = groq_over_httpx(settings, http)
+            assert rung.enabled and rung.id == "stt/groq/whisper-large-v3-turbo"
+            with pytest.raises(VidError) as caught:
+                await rung.transcribe(AudioInput.from_bytes(b"RIFF0000WAVE", filename="a.wav"), Ctx(timeout=30))
+    assert caught.value.code is ErrorCode.AUTH
+    assert "GROQ_API_KEY" in (caught.value.hint or "")
+    assert "VID2CONTEXT_STT_KEY" not in (caught.value.hint or "")
+    assert "a-wrong-key" not in caught.value.message + (caught.value.hint or "")
+    assert fake.requests[0].path == "/openai/v1/audio/transcriptions"

@@ -10,6 +10,10 @@
   refusing every excluded module, imports ``worker/entry.py`` and serves health, a site page, MCP
   (initialize, tools/list, a tool call on D1) and the OpenAPI document through ``Default.fetch``
   with D1, KV and R2 in Miniflare.
+- The Worker's Groq rung: in that process ``groq`` cannot be imported (it is not uploaded), so the
+  rung is the plain-httpx ``OpenAICompatibleWhisper`` that CPython tests never reach otherwise. With
+  ``GROQ_API_KEY`` and ``GROQ_BASE_URL`` pointing at ``tests/fake_whisper.py``, an uploaded
+  ``talk.mp3`` is transcribed through ``Default.fetch`` by Groq's path, key and model.
 - Size: wrangler's own ``Total Upload ... / gzip ...`` is under the 10 MiB limit of a paid plan.
 
 ``python_modules/`` is filled with the closure of ``[project].dependencies`` under Pyodide's
@@ -43,10 +47,16 @@ from bench.bench_worker import (
     write_site,
 )
 
+from vid2context.providers.whisper_groq import GROQ_MODEL
+
+from .fake_whisper import FakeWhisper, hear_tones
 from .miniflare_harness import MiniflareHarness, apply_migrations
 from .test_import_rule import LOCAL_ONLY as IMPORT_RULE_LOCAL_ONLY
 
 PACKAGE = ROOT / "src" / "vid2context"
+GROQ_KEY = "gsk-worker-bundle-test-key"
+GROQ_RUNG = f"stt/groq/{GROQ_MODEL}"
+STT_STEPS = ["import", "no_groq", "stt_health", "upload", "transcript"]
 
 
 def _build_worker() -> Any:
@@ -136,17 +146,21 @@ def test_upload_carries_the_package_copy_without_local_modules(upload: dict[str,
     assert _modules(outdir / "vid2context") == _modules(PACKAGE) - IMPORT_RULE_LOCAL_ONLY
 
 
-@pytest.mark.slow
-@pytest.mark.anyio
-async def test_worker_serves_with_every_excluded_module_refused(
-    upload: dict[str, Any], miniflare: MiniflareHarness, tmp_path: Path
-) -> None:
+async def _fresh_d1(miniflare: MiniflareHarness) -> None:
     miniflare.reset()
     env = miniflare.new_env(keepalive=False)
     try:
         await apply_migrations(env.DB)
     finally:
         await env.aclose()
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_worker_serves_with_every_excluded_module_refused(
+    upload: dict[str, Any], miniflare: MiniflareHarness, tmp_path: Path
+) -> None:
+    await _fresh_d1(miniflare)
     outdir = Path(upload["outdir"])
     refused = refused_modules(exclude_globs())
     uploaded_tops = {p.name.split(".")[0] for p in (outdir / "python_modules").iterdir()}
@@ -171,3 +185,43 @@ async def test_worker_serves_with_every_excluded_module_refused(
     assert not loaded & set(refused)
     # Every module came from the upload, the stand-in or the standard library.
     assert report["outside_upload"] == [], report["outside_upload"]
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_worker_transcribes_an_upload_through_its_plain_httpx_groq_rung(
+    upload: dict[str, Any], miniflare: MiniflareHarness, tmp_path: Path, shared_fixtures: Path
+) -> None:
+    await _fresh_d1(miniflare)
+    talk = shared_fixtures / "media" / "talk.mp3"
+    segments, _ = hear_tones(talk.read_bytes())  # what the fake hears in it, as it will answer
+    expected = " ".join(segment["text"].strip() for segment in segments)
+    with FakeWhisper(key=GROQ_KEY) as fake:  # a wrong or missing key would get 401
+        spec = driver_spec(Path(upload["outdir"]), steps=STT_STEPS, refuse=refused_modules(exclude_globs()),
+                           miniflare=miniflare.base_url, upload=talk,
+                           variables={"GROQ_API_KEY": GROQ_KEY, "GROQ_BASE_URL": fake.url})
+        report, stderr = run_driver(spec, tmp_path)
+    requests = list(fake.requests)
+
+    assert "error" not in report, f"{report['error']}\n{stderr[-3000:]}"
+    statuses = [(step["name"], step.get("status")) for step in report["steps"]]
+    assert statuses == [("import", None), ("no_groq", 0), ("stt_health", 200), ("upload", 201),
+                        ("transcript", 200)], statuses
+    # The rung is the plain-httpx one, and health lists it enabled by the secret.
+    groq = [rung for rung in report["stt_rungs"] if rung["provider"] == "stt-groq"]
+    assert groq == [{"id": GROQ_RUNG, "provider": "stt-groq", "enabled": True,
+                     "class": "vid2context.providers.whisper_openai.OpenAICompatibleWhisper"}], groq
+    (listed,) = [p for p in report["stt_providers"] if p["id"] == "stt-groq"]
+    assert listed["enabled"] is True
+    assert [(r["id"], r["enabled"], r["requires"]) for r in listed["rungs"]] == [
+        (GROQ_RUNG, True, ["GROQ_API_KEY"])
+    ]
+    assert "groq" not in report["modules"] and report["outside_upload"] == [], report["outside_upload"]
+    # One request, on Groq's path with the key and model, carrying the uploaded file whole.
+    assert [(r.path, r.auth, r.fields.get("model"), r.size, r.status) for r in requests] == [
+        ("/openai/v1/audio/transcriptions", f"Bearer {GROQ_KEY}", GROQ_MODEL, talk.stat().st_size, 200)
+    ]
+    # The text format: the header (naming the rung), then what the fake answered.
+    text = report["transcript"]
+    assert f"by {GROQ_RUNG}" in text, text
+    assert expected and " ".join(text.split()).endswith(" ".join(expected.split())), (expected, text)

@@ -24,11 +24,30 @@ from .whisper_groq import GROQ_MODEL, GroqWhisper
 from .whisper_openai import OpenAICompatibleWhisper
 from .whisper_workers_ai import WorkersAIWhisper
 
-__all__ = ["hosted_rungs", "ordered", "stt_plan"]
+__all__ = ["groq_over_httpx", "hosted_rungs", "ordered", "stt_plan"]
 
 
 def _installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
+
+
+def groq_over_httpx(settings: Settings, http: httpx.AsyncClient) -> OpenAICompatibleWhisper:
+    """Groq's Whisper over plain httpx: the same service and wire protocol as ``GroqWhisper``,
+    for where the groq SDK is not installed (the Worker vendors only the portable core)."""
+    rung = OpenAICompatibleWhisper(
+        http,
+        url=(settings.groq_base_url or GROQ_BASE_URL).rstrip("/") + "/openai/v1",
+        model=GROQ_MODEL,
+        key=settings.groq_api_key,
+        service="groq",
+        tier="free",
+        requires=("GROQ_API_KEY",),
+        key_setting="GROQ_API_KEY",
+        provider=GroqWhisper.provider,
+        name=GroqWhisper.name,
+    )
+    rung.enabled = bool(settings.groq_api_key)
+    return rung
 
 
 def hosted_rungs(settings: Settings, http: httpx.AsyncClient) -> list[SpeechToText]:
@@ -36,21 +55,8 @@ def hosted_rungs(settings: Settings, http: httpx.AsyncClient) -> list[SpeechToTe
     rungs: list[SpeechToText] = []
     if _installed("groq"):
         rungs.append(GroqWhisper(api_key=settings.groq_api_key, base_url=settings.groq_base_url, http=http))
-    else:  # same service and wire protocol, over plain httpx (the Worker has no groq SDK)
-        rungs.append(
-            OpenAICompatibleWhisper(
-                http,
-                url=(settings.groq_base_url or GROQ_BASE_URL).rstrip("/") + "/openai/v1",
-                model=GROQ_MODEL,
-                key=settings.groq_api_key,
-                service="groq",
-                tier="free",
-                requires=("GROQ_API_KEY",),
-                provider=GroqWhisper.provider,
-                name=GroqWhisper.name,
-            )
-        )
-        rungs[-1].enabled = bool(settings.groq_api_key)
+    else:
+        rungs.append(groq_over_httpx(settings, http))
     if _installed("cloudflare"):
         rungs.append(
             WorkersAIWhisper(

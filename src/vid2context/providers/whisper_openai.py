@@ -96,8 +96,11 @@ class OpenAICompatibleWhisper:
         provider: str | None = None,
         name: str | None = None,
         max_bytes: int = MAX_BYTES,
+        key_setting: str = "VID2CONTEXT_STT_KEY",
     ) -> None:
         configured = bool(url or key)
+        self.key_setting = key_setting
+        """The setting that holds the key: what a refused key's hint tells the user to check."""
         self._client = client
         self._url = endpoint_url(url or DEFAULT_URL)
         self._key = key
@@ -146,7 +149,7 @@ class OpenAICompatibleWhisper:
         except httpx.HTTPError as exc:
             raise transport_error(self.service, exc) from None
         if response.status_code != 200:
-            raise response_error(self.service, response, requires=("VID2CONTEXT_STT_KEY",))
+            raise response_error(self.service, response, requires=(self.key_setting,))
         return verbose_json_transcript(
             response.content,
             producer=self.id,
