@@ -9,26 +9,25 @@ importing it, so it also catches imports on branches a test never runs.
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "vid2context"
 
-# Modules that exist for the local platform only (relative to the package, without ".py").
-LOCAL_ONLY = {
-    "cli",
-    "__main__",
-    "providers/ytdlp",
-    "providers/localfile",
-    "providers/transcript_api",
-    "providers/whisper_local",
-    "providers/audio_local",
-    "providers/process",
-    "storage/sqlite",
-    "exports/obsidian",
-    "site_files",
-}
+def _build_worker_script():  # type: ignore[no-untyped-def]
+    path = PACKAGE.parents[1] / "scripts" / "build_worker.py"
+    spec = importlib.util.spec_from_file_location("build_worker", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# Modules that exist for the local platform only (relative to the package, without ".py"): one
+# list, in the script that leaves them out of the Worker's upload.
+LOCAL_ONLY = set(_build_worker_script().LOCAL_ONLY)
 # Modules that exist for the Worker only: the one place `js`, `workers` and `pyodide` may appear.
 WORKER_ONLY = {"storage/cloudflare"}
 

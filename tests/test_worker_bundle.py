@@ -73,9 +73,6 @@ def _modules(folder: Path) -> set[str]:
 # --- the package copy ---------------------------------------------------------------------------
 
 
-def test_build_worker_uses_the_import_rules_list() -> None:
-    assert set(_build_worker().LOCAL_ONLY) == IMPORT_RULE_LOCAL_ONLY
-
 
 def test_package_copy_holds_every_portable_module_and_no_local_one(tmp_path: Path) -> None:
     build_worker = _build_worker()

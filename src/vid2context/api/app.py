@@ -10,6 +10,7 @@ from typing import Any
 from litestar import Litestar
 from litestar.datastructures import State
 
+from ..held import Held
 from ..runtime import Runtime
 from .catalog import formats, models
 from .collections import COLLECTION_ROUTES
@@ -42,8 +43,7 @@ class SharedLifespan:
         self._enter = enter
         self._users = 0
         self._lock: asyncio.Lock | None = None
-        self._running: tuple[asyncio.Task[None], asyncio.Event] | None = None
-        """The task inside the lifespan, and the event that tells it to leave."""
+        self._running: Held | None = None
 
     @asynccontextmanager
     async def hold(self) -> AsyncIterator[None]:
@@ -51,7 +51,7 @@ class SharedLifespan:
         self._lock = self._lock or asyncio.Lock()
         async with self._lock:
             if self._running is None:
-                self._running = await self._start()
+                self._running = await Held.enter(self._enter)  # a failing startup: the first holder's
             self._users += 1
         try:
             yield
@@ -59,26 +59,8 @@ class SharedLifespan:
             async with self._lock:
                 self._users -= 1
                 if self._users == 0 and self._running is not None:
-                    (task, leave), self._running = self._running, None
-                    leave.set()
-                    await task  # a failing shutdown is the last user's to report
-
-    async def _start(self) -> tuple[asyncio.Task[None], asyncio.Event]:
-        started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        leave = asyncio.Event()
-        task = asyncio.ensure_future(self._run(started, leave))
-        await started  # a failing startup is raised here, to the first holder
-        return task, leave
-
-    async def _run(self, started: asyncio.Future[None], leave: asyncio.Event) -> None:
-        try:
-            async with self._enter():
-                started.set_result(None)
-                await leave.wait()
-        except BaseException as error:
-            if started.done():
-                raise
-            started.set_exception(error)
+                    running, self._running = self._running, None
+                    await running.leave()  # a failing shutdown is the last user's to report
 
 
 class IsolateApp(Litestar):

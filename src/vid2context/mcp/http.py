@@ -47,6 +47,7 @@ from ..api.middleware.client import client_ip
 from ..api.middleware.cors import parse_origins
 from ..api.middleware.ratelimit import RateLimit
 from ..errors import ErrorCode, VidError
+from ..held import Held
 from ..runtime import Runtime
 from .identity import PROTOCOL_VERSIONS, SERVER_NAME
 
@@ -133,8 +134,8 @@ class McpHttp:
             else None
         )
         self._app: Any = None
-        self._manager: tuple[asyncio.Task[None], asyncio.Event] | None = None
-        """The task running the SDK's session manager, and the event that stops it."""
+        self._manager: Held | None = None
+        """The SDK's session manager, held open by a task of its own (``held.py``)."""
         self._lock: asyncio.Lock | None = None
         self._users = 0
 
@@ -147,8 +148,8 @@ class McpHttp:
     # The SDK is imported, the server built and its session manager started on the first MCP
     # message, not at start-up: a REST request or a discovery document never pays the second of
     # imports (on the Worker, a cold isolate's first request). The session manager holds an anyio
-    # task group, which must be left by the task that entered it, so it runs in a task of its own
-    # (``_serve``), started by the first message and stopped when the app's lifespan ends.
+    # task group, which must be left by the task that entered it, so a task of its own holds it
+    # (``held.Held``), started by the first message and stopped when the app's lifespan ends.
 
     def _build(self) -> Any:
         from mcp.server.transport_security import TransportSecuritySettings
@@ -183,24 +184,16 @@ class McpHttp:
         self._lock = self._lock or asyncio.Lock()
         async with self._lock:
             if self._manager is None:
-                started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                leave = asyncio.Event()
-                task = asyncio.ensure_future(self._serve(started, leave))
-                await started
-                self._manager = (task, leave)
+                self._manager = await Held.enter(self._session_manager)
         return self._app
 
-    async def _serve(self, started: asyncio.Future[None], leave: asyncio.Event) -> None:
+    @asynccontextmanager
+    async def _session_manager(self) -> AsyncIterator[None]:
+        app = self._build()
         try:
-            app = self._build()
             async with app.router.lifespan_context(app):
                 self._app = app
-                started.set_result(None)
-                await leave.wait()
-        except BaseException as error:
-            if started.done():
-                raise
-            started.set_exception(error)
+                yield
         finally:
             self._app = None
 
@@ -209,13 +202,12 @@ class McpHttp:
         async with self._lock:
             if self._manager is None:
                 return
-            (task, leave), self._manager = self._manager, None
+            manager, self._manager = self._manager, None
             try:
                 if self.server is not None:
                     await self.server.deps.runs.aclose()
             finally:
-                leave.set()
-                await task
+                await manager.leave()
 
     # -- the mount ----------------------------------------------------------------------------------
 
