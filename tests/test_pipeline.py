@@ -69,6 +69,23 @@ def test_twenty_identical_concurrent_calls_make_one_upstream_run(youtube: HTTPXM
     assert len(paths) <= 4, paths  # watch, player, and the caption download (json3, maybe srv3)
 
 
+def test_the_upstream_run_is_handed_to_the_platform_to_outlive_its_caller(
+    youtube: HTTPXMock, runtime: Runtime
+) -> None:
+    """On the Worker ``keep_alive`` is ``waitUntil``: a run whose caller timed out still finishes
+    and saves its result, as the timeout's hint promises."""
+    handed: list[asyncio.Future[object]] = []
+    runtime.keep_alive = handed.append
+
+    async def scenario() -> None:
+        await get_context(runtime, VIDEO)
+        assert len(handed) == 1 and handed[0].done()
+        await get_context(runtime, VIDEO)  # from the library: no new run to hand off
+        assert len(handed) == 1
+
+    asyncio.run(scenario())
+
+
 def test_saved_context_answers_without_upstream(youtube: HTTPXMock, runtime: Runtime) -> None:
     asyncio.run(get_context(runtime, VIDEO))
     before = len(youtube.get_requests())

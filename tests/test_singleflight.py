@@ -83,3 +83,29 @@ def test_different_keys_run_separately() -> None:
         assert results == ["a", "b"]
 
     asyncio.run(scenario())
+
+
+def test_the_run_is_handed_off_once_and_outlives_a_caller_that_gave_up() -> None:
+    """On the Worker ``hand_off`` is ``waitUntil``: the run it gets must be the one that finishes
+    (and saves its result) after the only caller timed out."""
+
+    async def scenario() -> None:
+        flights: SingleFlight[int] = SingleFlight()
+        handed: list[asyncio.Task[int]] = []
+        gate = asyncio.Event()
+
+        async def work() -> int:
+            await gate.wait()
+            return 7
+
+        callers = [asyncio.ensure_future(flights.run("k", work, hand_off=handed.append)) for _ in range(3)]
+        await asyncio.sleep(0)
+        assert len(handed) == 1  # one run, handed off once, by the caller that started it
+        with pytest.raises(TimeoutError):
+            await flights.run("k", work, wait=0.01, hand_off=handed.append)
+        gate.set()
+        assert await handed[0] == 7
+        assert await asyncio.gather(*callers) == [7, 7, 7]
+        assert len(handed) == 1
+
+    asyncio.run(scenario())

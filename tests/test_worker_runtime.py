@@ -309,9 +309,10 @@ async def test_an_mcp_run_hands_its_task_to_keep_alive_and_outlives_the_lifespan
     async with Client(server) as connected:
         first = (await connected.call_tool("get_outline", {"url": VIDEO})).structured_content
         assert first["status"] == "processing"
-        (task,) = kept.tasks
+        # two tasks held: the MCP run, and the upstream fetch it waits on (runtime.flights)
+        assert len(kept.tasks) == 2
         await server.deps.runs.aclose()  # what the /mcp lifespan does when the Worker ends it
-        assert not task.done()
+        assert not any(task.done() for task in kept.tasks)
         done = await connected.call_tool("get_job", {"job_id": first["job_id"]})
     assert done.structured_content["title"].startswith("Surface Go Review")
 

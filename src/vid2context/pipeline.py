@@ -215,7 +215,10 @@ async def get_context(
     )
     try:
         return await runtime.flights.run(
-            key, lambda: _build_context(runtime, ref, checked_mode, lang, shared), wait=ctx.remaining
+            key,
+            lambda: _build_context(runtime, ref, checked_mode, lang, shared),
+            wait=ctx.remaining,
+            hand_off=runtime.hand_off,  # on the Worker: the run goes on (and is saved) past a timeout
         )
     except TimeoutError:
         raise VidError(
