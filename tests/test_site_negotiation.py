@@ -19,6 +19,7 @@ from vid2context.site import (
     SiteApp,
     is_app_path,
     markdown_candidates,
+    page_candidates,
     prefers_markdown,
     site_and_app,
 )
@@ -257,3 +258,18 @@ async def test_the_local_server_serves_the_repository_site_beside_the_api(
     assert html.headers["link"] == LINK_HEADER
     assert health.status_code == 200
     assert health.json()["runtime"] == "local"
+
+
+@pytest.mark.parametrize(
+    ("path", "candidates"),
+    [
+        ("/", ["/index.html"]),
+        ("/quick-start", ["/quick-start.html", "/quick-start/index.html", "/quick-start"]),
+        ("/guide/", ["/guide.html", "/guide/index.html"]),
+        ("/llms.txt", ["/llms.txt", "/llms.txt.html", "/llms.txt/index.html"]),
+        ("/../x", []),
+    ],
+)
+def test_the_likely_file_is_read_first(path: str, candidates: list[str]) -> None:
+    """Each read is an ASSETS subrequest on the Worker: a page view costs one when it exists."""
+    assert page_candidates(path) == candidates

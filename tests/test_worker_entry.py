@@ -233,6 +233,7 @@ async def test_the_site_comes_from_assets_negotiated_by_accept(
     if twin.endswith(".html"):
         assert "rel=\"service-desc\"" in (response.header("link") or "")
     assert isolate.module._api is None  # the site never builds the API app
+    assert len(isolate.env.ASSETS.requests) == 1  # the page's file was the first one read
 
 
 async def test_a_missing_page_is_the_sites_404(isolate: Isolate) -> None:

@@ -151,14 +151,23 @@ def markdown_candidates(path: str) -> list[str]:
 
 
 def page_candidates(path: str) -> list[str]:
-    """The files to try for ``path`` as a person sees it: the file itself, then its HTML page."""
+    """The files to try for ``path`` as a person sees it: its HTML page and the file itself.
+
+    Each try is a read (on the Worker, a subrequest to ``ASSETS``), so the likely file comes first:
+    the file itself when the name has an extension (``/llms.txt``), else the page (``/quick-start``
+    is ``quick-start.html``), with the other kept as a fallback.
+    """
     clean = _clean(path)
     if clean is None:
         return []
     if clean == "/":
         return ["/index.html"]
-    candidates = [] if path.endswith("/") else [clean]
-    return [*candidates, f"{clean}.html", f"{clean}/index.html"]
+    pages = [f"{clean}.html", f"{clean}/index.html"]
+    if path.endswith("/"):
+        return pages
+    if "." in clean.rsplit("/", 1)[-1]:
+        return [clean, *pages]
+    return [*pages, clean]
 
 
 def media_type(path: str) -> str:
