@@ -298,8 +298,10 @@ async def test_a_job_hands_its_task_to_keep_alive(runtimes: Runtimes, youtube: H
 async def test_an_mcp_run_hands_its_task_to_keep_alive_and_outlives_the_lifespan(
     runtimes: Runtimes, httpx_mock: HTTPXMock
 ) -> None:
+    upstream_may_answer = asyncio.Event()
+
     async def slow(request: httpx.Request) -> httpx.Response:
-        await asyncio.sleep(0.3)
+        await upstream_may_answer.wait()  # the run is still going when the lifespan ends
         return httpx_callback(request)
 
     httpx_mock.add_callback(slow, is_reusable=True, is_optional=True)
@@ -313,6 +315,7 @@ async def test_an_mcp_run_hands_its_task_to_keep_alive_and_outlives_the_lifespan
         assert len(kept.tasks) == 2
         await server.deps.runs.aclose()  # what the /mcp lifespan does when the Worker ends it
         assert not any(task.done() for task in kept.tasks)
+        upstream_may_answer.set()
         done = await connected.call_tool("get_job", {"job_id": first["job_id"]})
     assert done.structured_content["title"].startswith("Surface Go Review")
 
@@ -329,10 +332,11 @@ async def test_closing_the_runs_stops_only_what_the_platform_does_not_hold(platf
 
     runs = Runs(timeout=10, wait_s=0.01, keep_alive=keep_alive)
     seen: list[Run] = []
+    may_finish = asyncio.Event()
 
     async def work(run: Run) -> JsonReply:
         seen.append(run)
-        await asyncio.sleep(0.2)
+        await may_finish.wait()
         return JsonReply({"finished": True})
 
     answer = await runs.call("tool", {}, "me", work, None)
@@ -342,4 +346,5 @@ async def test_closing_the_runs_stops_only_what_the_platform_does_not_hold(platf
     await runs.aclose()
     assert run.task is not None and run.task.cancelled() is not platform_holds_it
     if platform_holds_it:
+        may_finish.set()
         assert (await run.task).data == {"finished": True}
