@@ -1,7 +1,7 @@
 """One hour of speech through a hosted Whisper rung: chunking and concurrency against one
 sequential pass.
 
-The audio is talk.wav (espeak-ng speech with pauses, from ``../shared/fixtures/media``) looped
+The audio is talk.wav (espeak-ng speech with pauses, from ``tests/fixtures/media``) looped
 to an hour and compressed to a 64 kbit/s MP3, like a download. It goes through the real ladder:
 the OpenAI-compatible rung over httpx, ``FfmpegPrep`` (decode, silence detection, 10-minute pieces
 cut at pauses, each encoded to 32 kbit/s mono MP3) and the chunk runner, against
@@ -42,7 +42,7 @@ import httpx
 import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
-MEDIA = ROOT.parent / "shared" / "fixtures" / "media"
+MEDIA = ROOT / "tests" / "fixtures" / "media"
 sys.path.insert(0, str(ROOT))
 
 from vid2context.ctx import Ctx

@@ -1,7 +1,7 @@
 """Shared test fixtures.
 
-The recorded upstream material lives beside the project, in ``../shared/fixtures`` (see its
-README); tests read it from there and never touch the network.
+The recorded upstream material lives in ``tests/fixtures`` (its README says what each file is and
+where it came from); tests read it from there and never touch the network.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-SHARED_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 @pytest.fixture
@@ -20,11 +20,11 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="session")
-def shared_fixtures() -> Path:
-    """``../shared/fixtures`` relative to the project root; fails loudly when it is missing."""
-    if not (SHARED_FIXTURES / "README.md").is_file():
-        pytest.fail(f"shared fixtures not found at {SHARED_FIXTURES}")
-    return SHARED_FIXTURES
+def fixtures() -> Path:
+    """``tests/fixtures``: recorded responses and media; fails loudly when it is missing."""
+    if not (FIXTURES / "README.md").is_file():
+        pytest.fail(f"test fixtures not found at {FIXTURES}")
+    return FIXTURES
 
 
 # The Miniflare harness (real D1, KV and R2 offline): fixtures `miniflare` (session), `cloudflare_env`.

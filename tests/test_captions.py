@@ -76,8 +76,8 @@ def _texts(segments: list[Segment]) -> list[str]:
     return [s.text for s in segments]
 
 
-def test_classic_timedtext_fixture(shared_fixtures: Path) -> None:
-    raw = (shared_fixtures / "youtube" / "yta" / "transcript.xml.static").read_text()
+def test_classic_timedtext_fixture(fixtures: Path) -> None:
+    raw = (fixtures / "youtube" / "yta" / "transcript.xml.static").read_text()
     segments = parse_timedtext_xml(raw)
     assert _texts(segments) == [
         "Hey, this is just a test",
@@ -254,7 +254,7 @@ def _classic(cues: list[tuple[str, str, str]]) -> str:
         _classic([("0", "1", "one\nline &#39;q&#39;"), ("2.25", "0.5", "it&amp;#39;s")]),
         '<timedtext format="3"><body><p t="0" d="1500" w="1"><s>hi</s><s t="300"> there</s></p>'
         '<p t="1500" d="200" a="1"/><p t="2000" d="1000">&lt;b&gt;bold&lt;/b&gt; &amp;amp;</p></body></timedtext>',
-        (Path(__file__).resolve().parents[2] / "shared/fixtures/youtube/yta/transcript.xml.static").read_text("utf-8"),
+        (Path(__file__).resolve().parent / "fixtures/youtube/yta/transcript.xml.static").read_text("utf-8"),
     ],
 )
 def test_fast_path_agrees_with_the_xml_parser(document: str) -> None:

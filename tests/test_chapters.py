@@ -50,8 +50,8 @@ def _starts(chapters: list[Chapter]) -> list[float]:
     return [c.start_sec for c in chapters]
 
 
-def test_recorded_page_key_moments(shared_fixtures: Path) -> None:
-    page = parse_watch_page((shared_fixtures / "youtube" / "yta" / "youtube.html.static").read_text())
+def test_recorded_page_key_moments(fixtures: Path) -> None:
+    page = parse_watch_page((fixtures / "youtube" / "yta" / "youtube.html.static").read_text())
     assert page.creator_markers == [] and len(page.auto_markers) == 10
     chapters = choose_chapters(auto_markers=page.auto_markers, duration_sec=316)
     assert [c.title for c in chapters[:3]] == ["Build Quality", "Screen", "Pen Support"]

@@ -63,8 +63,8 @@ def _run(coro):
 
 
 @pytest.fixture
-def media(shared_fixtures: Path) -> Path:
-    return shared_fixtures / "media"
+def media(fixtures: Path) -> Path:
+    return fixtures / "media"
 
 
 @pytest.fixture

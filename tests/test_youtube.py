@@ -1,6 +1,6 @@
 """The YouTube provider against recorded YouTube answers, served by pytest-httpx.
 
-Every file in ``shared/fixtures/youtube/yta`` is replayed here (see ``test_every_yta_fixture_is_used``),
+Every file in ``tests/fixtures/youtube/yta`` is replayed here (see ``test_every_yta_fixture_is_used``),
 and the pytube watch data (``yt-video-*.json.gz``: ``watch_html`` as the watch page, ``vid_info``
 as the player answer) checks the metadata mapping. Two things are not recorded and are built in
 the tests from their documented shapes, as each test says: json3 caption files, and ``browse``
@@ -46,17 +46,17 @@ Load = Callable[[str], bytes]
 
 
 @pytest.fixture
-def yta(shared_fixtures: Path) -> Load:
+def yta(fixtures: Path) -> Load:
     """Bytes of a recorded youtube-transcript-api asset."""
-    return lambda name: (shared_fixtures / "youtube" / "yta" / name).read_bytes()
+    return lambda name: (fixtures / "youtube" / "yta" / name).read_bytes()
 
 
 @pytest.fixture
-def pytube(shared_fixtures: Path) -> Callable[[str], Any]:
+def pytube(fixtures: Path) -> Callable[[str], Any]:
     """A pytube recording: ``yt-video-<id>-html.json.gz`` as a dict, other ``.gz`` pages as text."""
 
     def load(name: str) -> Any:
-        data = gzip.decompress((shared_fixtures / "youtube" / "pytube" / name).read_bytes())
+        data = gzip.decompress((fixtures / "youtube" / "pytube" / name).read_bytes())
         return json.loads(data) if name.endswith(".json.gz") else data.decode("utf-8")
 
     return load
@@ -123,14 +123,14 @@ async def fails(work: Any, code: ErrorCode, *in_message: str) -> VidError:
 # --- the protocol and the happy path -------------------------------------------------------------
 
 
-def test_fixture_folder_is_found(shared_fixtures: Path) -> None:
-    assert shared_fixtures == Path(__file__).resolve().parents[2] / "shared" / "fixtures"
-    assert (shared_fixtures / "youtube" / "yta" / "youtube.html.static").is_file()
+def test_fixture_folder_is_found(fixtures: Path) -> None:
+    assert fixtures == Path(__file__).resolve().parent / "fixtures"
+    assert (fixtures / "youtube" / "yta" / "youtube.html.static").is_file()
 
 
-def test_every_yta_fixture_is_used(shared_fixtures: Path) -> None:
+def test_every_yta_fixture_is_used(fixtures: Path) -> None:
     source = Path(__file__).read_text()
-    for path in (shared_fixtures / "youtube" / "yta").iterdir():
+    for path in (fixtures / "youtube" / "yta").iterdir():
         assert f'"{path.name}"' in source, f"{path.name} is not replayed"
 
 

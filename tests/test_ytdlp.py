@@ -57,8 +57,8 @@ def _error(coro) -> VidError:
 
 
 @pytest.fixture
-def media(shared_fixtures: Path) -> Path:
-    return shared_fixtures / "media"
+def media(fixtures: Path) -> Path:
+    return fixtures / "media"
 
 
 @pytest.fixture

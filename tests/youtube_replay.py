@@ -1,4 +1,4 @@
-"""A local server that answers like YouTube, from the recorded responses in shared/fixtures.
+"""A local server that answers like YouTube, from the recorded responses in tests/fixtures.
 
 Pointed at by ``VID2CONTEXT_YOUTUBE_ORIGIN``, it lets the real CLI and server run end to end in a
 subprocess without the network. The player answer is chosen by the ``videoId`` in the request
@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 YTA = FIXTURES / "youtube" / "yta"
 
 # 11-character ids the replay server knows, and the recorded player response each one gets.
