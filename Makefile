@@ -1,23 +1,35 @@
 # vid2context: `make run` starts the local server, `make test` sets up and runs every test.
-PYTHON ?= python3
-VENV   := .venv
-PY     := $(VENV)/bin/python
-HOST   ?= 127.0.0.1
-PORT   ?= 8787
+#
+# Everything Python is installed from uv.lock (`uv sync --frozen`): the same versions on every machine
+# and in CI. uv itself is pinned below and installed into .tools/ with the machine's own Python;
+# it never downloads a Python of its own (UV_PYTHON_DOWNLOADS=never).
+PYTHON     ?= python3
+UV_VERSION := 0.13.9
+TOOLS      := .tools
+UV         := $(TOOLS)/bin/uv
+VENV       := .venv
+PY         := $(VENV)/bin/python
+HOST       ?= 127.0.0.1
+PORT       ?= 8787
 
-.PHONY: run test bench site venv-local venv-dev clean
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-$(PY):
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+.PHONY: run test lint bench site lock deploy venv-local venv-dev clean
 
-# Stamps re-run the install only when pyproject.toml changes.
-$(VENV)/.local-stamp: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[local]'
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check 'uv==$(UV_VERSION)'
+
+# Stamps re-run an install only when the lock or the project changes. `make run` installs the local
+# runtime alone, without removing what `make test` added (--inexact); `make test` installs exactly
+# the lock's local and dev sets.
+$(VENV)/.local-stamp: uv.lock pyproject.toml | $(UV)
+	$(UV) sync --frozen --inexact --extra local --python $(PYTHON)
 	touch $@
 
-$(VENV)/.dev-stamp: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[local,dev]'
+$(VENV)/.dev-stamp: uv.lock pyproject.toml | $(UV)
+	$(UV) sync --frozen --extra local --extra dev --python $(PYTHON)
 	touch $@
 
 venv-local: $(VENV)/.local-stamp
@@ -34,15 +46,20 @@ run: venv-local
 	$(VENV)/bin/vid2context serve --host $(HOST) --port $(PORT)
 
 # System tools the tests run for real: ffmpeg/ffprobe (media fixtures) and Node.js (Miniflare).
-$(VENV)/.system-stamp: | $(PY)
+$(TOOLS)/.system-stamp: | $(UV)
 	@command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg)
 	@command -v node >/dev/null && command -v npm >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm)
 	touch $@
 
-## test: every test, offline
-test: venv-dev $(VENV)/.system-stamp $(MINIFLARE)
+## lint: ruff check and ruff format --check (the pinned ruff of the dev extra)
+lint: venv-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+## test: lint, then every test, offline
+test: lint $(TOOLS)/.system-stamp $(MINIFLARE)
 	$(PY) -m pytest
 
 ## bench: benchmarks; each writes its figures as JSON under bench/results/
@@ -53,5 +70,9 @@ bench: venv-dev $(MINIFLARE)
 site: venv-dev
 	$(PY) scripts/build_site.py
 
+## lock: re-resolve every dependency to its newest allowed release (uv.lock), then `make test`
+lock: | $(UV)
+	$(UV) lock --upgrade
+
 clean:
-	rm -rf $(VENV) .pytest_cache bench/results
+	rm -rf $(VENV) $(TOOLS) .pytest_cache bench/results

@@ -100,7 +100,9 @@ def run() -> dict[str, object]:
         )
         server = subprocess.Popen(
             [sys.executable, "-m", "vid2context", "serve", "--port", str(port)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             for _ in range(300):

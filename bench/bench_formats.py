@@ -41,7 +41,9 @@ def build_transcript(seed: int = 7) -> tuple[str, str]:
         dur = round(step * rng.uniform(0.8, 1.0), 3)
         text = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(6, 14)))
         lines.append(f'<text start="{start}" dur="{dur}">{escape(escape(text, quote=False))}</text>')
-        events.append({"tStartMs": int(start * 1000), "dDurationMs": int(dur * 1000), "segs": [{"utf8": text}]})
+        events.append(
+            {"tStartMs": int(start * 1000), "dDurationMs": int(dur * 1000), "segs": [{"utf8": text}]}
+        )
     lines.append("</transcript>")
     return "\n".join(lines), json.dumps({"events": events})
 
@@ -58,11 +60,18 @@ def run() -> dict[str, object]:
     context = VideoContext(
         id="youtube:benchmark01",
         metadata=VideoMetadata(
-            id="youtube:benchmark01", platform="youtube", title="A three-hour talk", duration_sec=HOURS * 3600,
+            id="youtube:benchmark01",
+            platform="youtube",
+            title="A three-hour talk",
+            duration_sec=HOURS * 3600,
             url="https://www.youtube.com/watch?v=benchmark01",
         ),
         transcript=Transcript(
-            language="en", origin="captions-manual", timing="caption", producer="youtube/innertube", segments=segments
+            language="en",
+            origin="captions-manual",
+            timing="caption",
+            producer="youtube/innertube",
+            segments=segments,
         ),
     )
     render = {}

@@ -82,12 +82,24 @@ PYODIDE_PLATFORM = "pyemscripten_2026_0_wasm32"
 # Exclude globs that name files, not modules (no import can reach them).
 FILE_GLOBS = frozenset({"**/*.pyc", "**/*.pyi"})
 # Every step a fresh process runs, in order (see worker_driver.py).
-SERVE_STEPS = ["import", "health", "health", "mcp_initialize", "mcp_tools_list", "mcp_tool_call", "site",
-               "openapi"]
+SERVE_STEPS = [
+    "import",
+    "health",
+    "health",
+    "mcp_initialize",
+    "mcp_tools_list",
+    "mcp_tool_call",
+    "site",
+    "openapi",
+]
 WORKER_VARS = {"VID2CONTEXT_PUBLIC": "1"}  # wrangler.toml's [vars]
 # What api_app(env) imports short of the MCP SDK (which must stay out of the start-up snapshot).
-PRELOAD = ["vid2context.api", "vid2context.runtime", "vid2context.storage.cloudflare",
-           "vid2context.providers.whisper_workers_ai"]
+PRELOAD = [
+    "vid2context.api",
+    "vid2context.runtime",
+    "vid2context.storage.cloudflare",
+    "vid2context.providers.whisper_workers_ai",
+]
 
 
 # --- the dependency closure ---------------------------------------------------------------------
@@ -208,7 +220,9 @@ def project_files(root: Path = ROOT) -> list[str]:
     """What a checkout holds: tracked files and untracked ones git does not ignore (read-only git)."""
     listed = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=root, capture_output=True, check=True,
+        cwd=root,
+        capture_output=True,
+        check=True,
     ).stdout.decode()
     return sorted({name for name in listed.split("\0") if name and (root / name).is_file()})
 
@@ -251,7 +265,12 @@ def run_wrangler(project: Path, outdir: Path, *, timeout: float = 600) -> dict[s
     started = time.perf_counter()
     result = subprocess.run(
         [str(WRANGLER), "deploy", "--dry-run", "--outdir", str(outdir)],
-        cwd=project, env=wrangler_env(), capture_output=True, text=True, timeout=timeout, check=False,
+        cwd=project,
+        env=wrangler_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     output = result.stdout + result.stderr
     total = re.search(r"Total Upload: ([\d.]+) KiB / gzip: ([\d.]+) KiB", output)
@@ -277,8 +296,14 @@ def package_sizes(python_modules: Path, owned: dict[str, list[str]]) -> list[dic
         if not present:
             continue
         data = b"".join(path.read_bytes() for path in present)
-        rows.append({"package": name, "files": len(present), "raw_kib": round(len(data) / 1024, 1),
-                     "gzip_kib": round(len(zlib.compress(data, 6)) / 1024, 1)})
+        rows.append(
+            {
+                "package": name,
+                "files": len(present),
+                "raw_kib": round(len(data) / 1024, 1),
+                "gzip_kib": round(len(zlib.compress(data, 6)) / 1024, 1),
+            }
+        )
     return sorted(rows, key=lambda row: -row["gzip_kib"])
 
 
@@ -296,8 +321,9 @@ def build_upload(
         without_excludes(project / "wrangler.toml")
     distributions, missing = dependency_closure(worker_requirements(project))
     modules = project / "python_modules"
-    owned = fill_python_modules(modules, [d for d in distributions
-                                          if canonicalize_name(d.metadata["Name"]) not in (wheels or {})])
+    owned = fill_python_modules(
+        modules, [d for d in distributions if canonicalize_name(d.metadata["Name"]) not in (wheels or {})]
+    )
     for name, wheel in (wheels or {}).items():
         owned[name] = _unpack_wheel(wheel, modules)
     outdir = workdir / "out"
@@ -322,9 +348,17 @@ def _unpack_wheel(wheel: Path, target: Path) -> list[str]:
 # --- running the driver -------------------------------------------------------------------------
 
 
-def driver_spec(outdir: Path, *, steps: list[str], refuse: list[str] = (), miniflare: str | None = None,
-                site: Path | None = None, preload: list[str] = (), variables: dict[str, str] | None = None,
-                upload: Path | None = None) -> dict[str, Any]:
+def driver_spec(
+    outdir: Path,
+    *,
+    steps: list[str],
+    refuse: list[str] = (),
+    miniflare: str | None = None,
+    site: Path | None = None,
+    preload: list[str] = (),
+    variables: dict[str, str] | None = None,
+    upload: Path | None = None,
+) -> dict[str, Any]:
     """A spec for ``worker_driver.py``: the upload in ``outdir`` on ``sys.path``, then the stand-in.
 
     ``variables`` are vars and secrets added to wrangler.toml's; ``upload`` is the file the
@@ -343,15 +377,17 @@ def driver_spec(outdir: Path, *, steps: list[str], refuse: list[str] = (), minif
     }
 
 
-def run_driver(spec: dict[str, Any], workdir: Path, *, importtime: bool = False,
-               timeout: float = 300) -> tuple[dict[str, Any], str]:
+def run_driver(
+    spec: dict[str, Any], workdir: Path, *, importtime: bool = False, timeout: float = 300
+) -> tuple[dict[str, Any], str]:
     """Run the driver in a fresh ``python -S``; returns its report and its stderr."""
     path = workdir / f"spec-{os.getpid()}-{time.monotonic_ns()}.json"
     path.write_text(json.dumps(spec), encoding="utf-8")
     command = [sys.executable, "-S", *(["-X", "importtime"] if importtime else []), str(DRIVER), str(path)]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VID2CONTEXT_", "PYTHON"))}
-    result = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
-                            timeout=timeout, check=False)
+    result = subprocess.run(
+        command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
     lines = result.stdout.strip().splitlines()
     try:
         report = json.loads(lines[-1])
@@ -382,7 +418,7 @@ def parse_importtime(stderr: str) -> dict[str, list[tuple[str, int, int, int]]]:
         elif line.startswith("##end"):
             current = None
         elif current is not None and line.startswith("import time:"):
-            fields = line[len("import time:"):].split("|")
+            fields = line[len("import time:") :].split("|")
             if len(fields) == 3 and fields[0].strip().isdigit():
                 name = fields[2].rstrip()
                 depth = (len(name) - len(name.lstrip(" ")) - 1) // 2
@@ -407,8 +443,14 @@ def summarize_imports(lines: list[tuple[str, int, int, int]], top: int = 15) -> 
     return {
         "total_ms": round(sum(own.values()) / 1000, 1),
         "modules": len(lines),
-        "top_packages": [{"package": name, "cumulative_ms": round(cumulative[name] / 1000, 1),
-                          "own_ms": round(own[name] / 1000, 1)} for name in ranked],
+        "top_packages": [
+            {
+                "package": name,
+                "cumulative_ms": round(cumulative[name] / 1000, 1),
+                "own_ms": round(own[name] / 1000, 1),
+            }
+            for name in ranked
+        ],
     }
 
 
@@ -428,10 +470,12 @@ def _step_figures(reports: list[dict[str, Any]]) -> dict[str, Any]:
     names = [step["name"] for step in reports[0]["steps"]]
     figures: dict[str, Any] = {}
     for index, name in enumerate(names):
-        label = name if names.count(name) == 1 else f"{name}_{names[:index + 1].count(name)}"
+        label = name if names.count(name) == 1 else f"{name}_{names[: index + 1].count(name)}"
         steps = [report["steps"][index] for report in reports]
-        figures[label] = {**_stats([s["wall_ms"] for s in steps], [s["cpu_ms"] for s in steps]),
-                          "status": steps[-1].get("status")}
+        figures[label] = {
+            **_stats([s["wall_ms"] for s in steps], [s["cpu_ms"] for s in steps]),
+            "status": steps[-1].get("status"),
+        }
     return figures
 
 
@@ -450,8 +494,9 @@ class _Runs:
     migrate: Any
 
     def spec(self, steps: list[str], **options: Any) -> dict[str, Any]:
-        return driver_spec(self.outdir, steps=steps, miniflare=self.harness.base_url, site=self.site,
-                           **options)
+        return driver_spec(
+            self.outdir, steps=steps, miniflare=self.harness.base_url, site=self.site, **options
+        )
 
     def one(self, spec: dict[str, Any], *, importtime: bool = False) -> tuple[dict[str, Any], str]:
         self.harness.reset()
@@ -505,14 +550,18 @@ def _import_figures(runs: _Runs) -> dict[str, Any]:
         "importtime_app": summarize_imports(middle.get("app", [])),
         "entry_import": steps["import"],
         "app_build": steps["app"],
-        "app_build_after_preload": {**split["app"], "preload": split["preload"], "preloaded": PRELOAD,
-                                    "mcp_loaded_by_preload": preloaded[-1]["steps"][1].get("mcp_loaded")},
+        "app_build_after_preload": {
+            **split["app"],
+            "preload": split["preload"],
+            "preloaded": PRELOAD,
+            "mcp_loaded_by_preload": preloaded[-1]["steps"][1].get("mcp_loaded"),
+        },
         "app_build_without_imports": _step_figures(constructed)["app"],
         "interpreter_start_cpu_ms": round(statistics.median(r["started_cpu_ms"] for r in timed), 1),
         "packages_after_entry_import": timed[-1].get("modules_after_import"),
         "packages_after_app_build": timed[-1].get("modules"),
         "note": "CPython on x86-64 with -S; importtime figures carry its own overhead. The workers "
-                "stand-in imports asyncio, which the real runtime has loaded before entry.py.",
+        "stand-in imports asyncio, which the real runtime has loaded before entry.py.",
     }
 
 
@@ -588,9 +637,29 @@ def fetch_pyodide_wheels() -> tuple[dict[str, Path], dict[str, str]]:
     for name, requirement in sorted(wanted.items()):
         if _cached_wheel(name, requirement) is None:
             command = [
-                sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--retries", "1",
-                "--platform", PYODIDE_PLATFORM, "--python-version", "3.14", "--implementation", "cp",
-                "--abi", "cp314", "--abi", "abi3", "--abi", "none", "-d", str(WHEEL_CACHE), requirement,
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--retries",
+                "1",
+                "--platform",
+                PYODIDE_PLATFORM,
+                "--python-version",
+                "3.14",
+                "--implementation",
+                "cp",
+                "--abi",
+                "cp314",
+                "--abi",
+                "abi3",
+                "--abi",
+                "none",
+                "-d",
+                str(WHEEL_CACHE),
+                requirement,
             ]
             result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
             attempts[name] = (result.stderr.strip().splitlines() or ["no wheel"])[-1]

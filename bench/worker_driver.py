@@ -65,7 +65,11 @@ def _outside(paths):
     outside = set()
     for name, module in list(sys.modules.items()):
         origin = getattr(module, "__file__", None)
-        if name != "__main__" and origin and not any(os.path.realpath(origin).startswith(root) for root in roots):
+        if (
+            name != "__main__"
+            and origin
+            and not any(os.path.realpath(origin).startswith(root) for root in roots)
+        ):
             outside.add(name.split(".")[0])
     return sorted(outside)
 
@@ -221,8 +225,12 @@ async def _stt_request(worker, name, step, report, spec):
         request = Request(f"{ORIGIN}/api/v1/health", headers=[("accept", "application/json")])
     elif name == "upload":
         body, content_type = _multipart(spec["upload"])
-        request = Request(f"{ORIGIN}/api/v1/uploads", method="POST", body=body,
-                          headers=[("content-type", content_type), ("accept", "application/json")])
+        request = Request(
+            f"{ORIGIN}/api/v1/uploads",
+            method="POST",
+            body=body,
+            headers=[("content-type", content_type), ("accept", "application/json")],
+        )
     else:
         query = urlencode({"url": report["upload"]["input"], "format": "text"})
         request = Request(f"{ORIGIN}/api/v1/transcript?{query}", headers=[("accept", "text/plain")])
@@ -233,8 +241,12 @@ async def _stt_request(worker, name, step, report, spec):
         answer = json.loads(response.body) if response.status == 200 else {}
         report["stt_providers"] = [p for p in answer.get("providers", []) if p["kind"] == "stt"]
         report["stt_rungs"] = [
-            {"id": rung.id, "provider": rung.provider, "enabled": rung.enabled,
-             "class": f"{type(rung).__module__}.{type(rung).__qualname__}"}
+            {
+                "id": rung.id,
+                "provider": rung.provider,
+                "enabled": rung.enabled,
+                "class": f"{type(rung).__module__}.{type(rung).__qualname__}",
+            }
             for rung in entry._api.state.runtime.stt
         ]
     elif name == "upload":
@@ -253,8 +265,10 @@ def _multipart(path):
     name = os.path.basename(path)
     mime = mimetypes.guess_type(name)[0] or "application/octet-stream"
     boundary = "worker-driver-boundary-7d1e"
-    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
-            f"Content-Type: {mime}\r\n\r\n").encode()
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+        f"Content-Type: {mime}\r\n\r\n"
+    ).encode()
     return head + data + f"\r\n--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
 
 
@@ -284,8 +298,11 @@ def _preload(modules, step):
 
 def _mcp_message(name, report):
     if name == "mcp_initialize":
-        params = {"protocolVersion": MCP_VERSION, "capabilities": {},
-                  "clientInfo": {"name": "worker-driver", "version": "1"}}
+        params = {
+            "protocolVersion": MCP_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "worker-driver", "version": "1"},
+        }
         return {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
     if name == "mcp_tools_list":
         return {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}

@@ -22,19 +22,21 @@ PACKAGE = ROOT / "src" / "vid2context"
 DEFAULT_OUT = ROOT / "worker" / "vid2context"
 
 # Local-only modules, relative to the package, without ".py" (the import rule's list).
-LOCAL_ONLY = frozenset({
-    "cli",
-    "__main__",
-    "providers/ytdlp",
-    "providers/localfile",
-    "providers/transcript_api",
-    "providers/whisper_local",
-    "providers/audio_local",
-    "providers/process",
-    "storage/sqlite",
-    "exports/obsidian",
-    "site_files",
-})
+LOCAL_ONLY = frozenset(
+    {
+        "cli",
+        "__main__",
+        "providers/ytdlp",
+        "providers/localfile",
+        "providers/transcript_api",
+        "providers/whisper_local",
+        "providers/audio_local",
+        "providers/process",
+        "storage/sqlite",
+        "exports/obsidian",
+        "site_files",
+    }
+)
 
 
 def worker_modules(package: Path = PACKAGE) -> list[Path]:

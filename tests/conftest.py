@@ -10,6 +10,12 @@ from pathlib import Path
 
 import pytest
 
+# The Miniflare harness (real D1, KV and R2 offline): fixtures `miniflare` (session), `cloudflare_env`.
+from .miniflare_harness import cloudflare_env, miniflare  # noqa: F401
+
+# Runtimes of every kind (memory, sqlite, worker) for the contract suites: `runtime_kind`, `runtimes`.
+from .runtimes import runtime_kind, runtimes  # noqa: F401
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
@@ -25,10 +31,3 @@ def fixtures() -> Path:
     if not (FIXTURES / "README.md").is_file():
         pytest.fail(f"test fixtures not found at {FIXTURES}")
     return FIXTURES
-
-
-# The Miniflare harness (real D1, KV and R2 offline): fixtures `miniflare` (session), `cloudflare_env`.
-from .miniflare_harness import cloudflare_env, miniflare  # noqa: F401
-
-# Runtimes of every kind (memory, sqlite, worker) for the contract suites: `runtime_kind`, `runtimes`.
-from .runtimes import runtime_kind, runtimes  # noqa: F401

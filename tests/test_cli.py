@@ -102,7 +102,9 @@ def test_get_a_time_range(tmp_path: Path, replay: ReplayServer) -> None:
         ("tooMany429x", "rate-limited"),
     ],
 )
-def test_failures_are_explained_on_stderr(tmp_path: Path, replay: ReplayServer, video: str, code: str) -> None:
+def test_failures_are_explained_on_stderr(
+    tmp_path: Path, replay: ReplayServer, video: str, code: str
+) -> None:
     result = run_cli(tmp_path, replay.origin, "get", video)
     assert result.returncode == 1
     assert result.stdout == ""
@@ -120,7 +122,9 @@ def test_failures_are_explained_on_stderr(tmp_path: Path, replay: ReplayServer, 
         (["get", "https://www.youtube.com/playlist?list=PL0123456789"], "bad-request"),
     ],
 )
-def test_bad_input_is_an_explained_error(tmp_path: Path, replay: ReplayServer, args: list[str], code: str) -> None:
+def test_bad_input_is_an_explained_error(
+    tmp_path: Path, replay: ReplayServer, args: list[str], code: str
+) -> None:
     result = run_cli(tmp_path, replay.origin, *args)
     assert result.returncode == 1, result.stderr
     assert f"error: {code}: " in result.stderr
@@ -181,7 +185,9 @@ def test_serve_answers_health_for_real(tmp_path: Path, replay: ReplayServer) -> 
                 continue
             body = response.json()
             break
-        assert body is not None, server.stderr.read() if server.poll() is not None else "server did not answer"
+        assert body is not None, (
+            server.stderr.read() if server.poll() is not None else "server did not answer"
+        )
         assert body["ok"] is True
         assert body["runtime"] == "local"
         assert {f["id"] for f in body["formats"]} >= {"text", "srt", "vtt", "json", "markdown", "pack"}

@@ -16,6 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "vid2context"
 
+
 def _build_worker_script():  # type: ignore[no-untyped-def]
     path = PACKAGE.parents[1] / "scripts" / "build_worker.py"
     spec = importlib.util.spec_from_file_location("build_worker", path)
@@ -31,13 +32,44 @@ LOCAL_ONLY = set(_build_worker_script().LOCAL_ONLY)
 # Modules that exist for the Worker only: the one place `js`, `workers` and `pyodide` may appear.
 WORKER_ONLY = {"storage/cloudflare"}
 
-LOCAL_IMPORTS = {"subprocess", "sqlite3", "sqlite_vec", "yt_dlp", "youtube_transcript_api", "threading",
-                 "multiprocessing", "concurrent", "pathlib", "shutil", "tempfile", "granian", "faster_whisper",
-                 "glob", "socket"}
+LOCAL_IMPORTS = {
+    "subprocess",
+    "sqlite3",
+    "sqlite_vec",
+    "yt_dlp",
+    "youtube_transcript_api",
+    "threading",
+    "multiprocessing",
+    "concurrent",
+    "pathlib",
+    "shutil",
+    "tempfile",
+    "granian",
+    "faster_whisper",
+    "glob",
+    "socket",
+}
 WORKER_IMPORTS = {"js", "workers", "pyodide"}
 FILESYSTEM_CALLS = {"open"}
-FILESYSTEM_OS_ATTRS = {"listdir", "stat", "remove", "unlink", "mkdir", "makedirs", "scandir", "walk", "rename",
-                       "replace", "chdir", "getcwd", "rmdir", "open", "lstat", "readlink", "symlink"}
+FILESYSTEM_OS_ATTRS = {
+    "listdir",
+    "stat",
+    "remove",
+    "unlink",
+    "mkdir",
+    "makedirs",
+    "scandir",
+    "walk",
+    "rename",
+    "replace",
+    "chdir",
+    "getcwd",
+    "rmdir",
+    "open",
+    "lstat",
+    "readlink",
+    "symlink",
+}
 
 
 def _modules() -> dict[str, Path]:

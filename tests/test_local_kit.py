@@ -47,14 +47,13 @@ def test_the_systemd_unit_is_the_one_the_docs_show() -> None:
 
 
 def test_entry_gives_an_asgi_server_the_local_app(tmp_path: Path) -> None:
-    code = (
-        "import runpy\n"
-        "app = runpy.run_path('local/entry.py')['app']\n"
-        "assert callable(app)\n"
-        "print('ok')\n"
-    )
+    code = "import runpy\napp = runpy.run_path('local/entry.py')['app']\nassert callable(app)\nprint('ok')\n"
     result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={"VID2CONTEXT_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"},
     )
     assert result.returncode == 0, result.stderr

@@ -26,7 +26,9 @@ from vid2context.providers.base import AudioSource, SourceProvider
 from vid2context.providers.localfile import LocalFileProvider, extract_audio, parse_roots
 from vid2context.runtime import build_local_runtime
 
-pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs ffmpeg (apt-get install ffmpeg)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("ffmpeg") is None, reason="needs ffmpeg (apt-get install ffmpeg)"
+)
 
 VTT = """WEBVTT
 
@@ -145,7 +147,8 @@ def test_a_sidecar_srt_is_the_transcript(folder: Path) -> None:
     assert transcript.producer == "local/sidecar"
     assert transcript.language is None
     assert [s.text for s in transcript.segments] == [
-        "Welcome to the show, from the SRT.", "The weather today is sunny and warm."
+        "Welcome to the show, from the SRT.",
+        "The weather today is sunny and warm.",
     ]
     assert transcript.segments[1].start_sec == 11.0
     assert "talk.srt" in (transcript.note or "")
@@ -187,7 +190,10 @@ def test_an_embedded_subtitle_stream(folder: Path, container: str, codec: str) -
     assert transcript.origin == "embedded"
     assert transcript.producer == "local/ffmpeg"
     assert transcript.language == "en"
-    assert [s.text for s in transcript.segments] == ["Welcome to the show.", "Today we talk about python programming."]
+    assert [s.text for s in transcript.segments] == [
+        "Welcome to the show.",
+        "Today we talk about python programming.",
+    ]
     assert transcript.segments[1].start_sec == pytest.approx(4.8, abs=0.1)  # mkv muxing shifts by ~46 ms
 
 
@@ -269,12 +275,19 @@ def test_an_unknown_audio_format(folder: Path) -> None:
 # --- where files may be read from ----------------------------------------------------------------
 
 
-def test_paths_outside_the_roots_are_refused_before_anything_is_revealed(tmp_path: Path, folder: Path) -> None:
+def test_paths_outside_the_roots_are_refused_before_anything_is_revealed(
+    tmp_path: Path, folder: Path
+) -> None:
     other = tmp_path / "other"
     other.mkdir()
     shutil.copy(folder / "talk.mp3", other / "talk.mp3")
     provider = _provider(folder)
-    for path in (other / "talk.mp3", other / "missing.mp3", Path("/etc/passwd"), folder / ".." / "other" / "talk.mp3"):
+    for path in (
+        other / "talk.mp3",
+        other / "missing.mp3",
+        Path("/etc/passwd"),
+        folder / ".." / "other" / "talk.mp3",
+    ):
         error = _error(provider.metadata(_ref(path), Ctx()))
         assert error.code is ErrorCode.UNSUPPORTED_INPUT, path
         assert "VID2CONTEXT_FILE_ROOTS" in error.hint
@@ -310,11 +323,23 @@ def test_relative_and_home_paths(folder: Path, monkeypatch: pytest.MonkeyPatch) 
         (lambda root: root, ErrorCode.BAD_REQUEST),
         (lambda root: (os.mkfifo(root / "pipe.mp3"), root / "pipe.mp3")[1], ErrorCode.BAD_REQUEST),
         (lambda root: ((root / "empty.mp3").write_bytes(b""), root / "empty.mp3")[1], ErrorCode.BAD_REQUEST),
-        (lambda root: ((root / "text.mp4").write_text("hello, I am not a video"), root / "text.mp4")[1],
-         ErrorCode.UNSUPPORTED_INPUT),
-        (lambda root: ((root / "subs.srt").write_text(SRT), root / "subs.srt")[1], ErrorCode.UNSUPPORTED_INPUT),
-        (lambda root: (_ffmpeg("-f", "lavfi", "-i", "color=c=black:s=32x32", "-frames:v", "1", str(root / "still.png")),
-                       root / "still.png")[1], ErrorCode.UNSUPPORTED_INPUT),
+        (
+            lambda root: ((root / "text.mp4").write_text("hello, I am not a video"), root / "text.mp4")[1],
+            ErrorCode.UNSUPPORTED_INPUT,
+        ),
+        (
+            lambda root: ((root / "subs.srt").write_text(SRT), root / "subs.srt")[1],
+            ErrorCode.UNSUPPORTED_INPUT,
+        ),
+        (
+            lambda root: (
+                _ffmpeg(
+                    "-f", "lavfi", "-i", "color=c=black:s=32x32", "-frames:v", "1", str(root / "still.png")
+                ),
+                root / "still.png",
+            )[1],
+            ErrorCode.UNSUPPORTED_INPUT,
+        ),
     ],
     ids=["missing", "under-a-file", "folder", "pipe", "empty", "text", "subtitle-file", "still-image"],
 )
@@ -372,7 +397,9 @@ def test_get_context_reads_the_sidecar_through_the_local_runtime(tmp_path: Path,
     home = tmp_path / "home"
 
     async def scenario():
-        runtime = build_local_runtime({"VID2CONTEXT_HOME": str(home), "VID2CONTEXT_FILE_ROOTS": str(tmp_path)})
+        runtime = build_local_runtime(
+            {"VID2CONTEXT_HOME": str(home), "VID2CONTEXT_FILE_ROOTS": str(tmp_path)}
+        )
         try:
             assert [p.id for p in runtime.sources if p.accepts(_ref(folder / "talk.mp3"))] == ["localfile"]
             first = await get_context(runtime, str(folder / "talk.mp3"))
@@ -395,7 +422,9 @@ def test_get_context_reads_the_sidecar_through_the_local_runtime(tmp_path: Path,
 
 def test_the_local_runtime_refuses_files_outside_its_roots(tmp_path: Path, media: Path) -> None:
     async def scenario():
-        runtime = build_local_runtime({"VID2CONTEXT_HOME": str(tmp_path), "VID2CONTEXT_FILE_ROOTS": str(tmp_path)})
+        runtime = build_local_runtime(
+            {"VID2CONTEXT_HOME": str(tmp_path), "VID2CONTEXT_FILE_ROOTS": str(tmp_path)}
+        )
         try:
             return await get_context(runtime, str(media / "talk.mp3"))
         finally:

@@ -57,7 +57,9 @@ def test_context_from_captions_records_every_rung(youtube: HTTPXMock, runtime: R
     assert context.fetched_at.endswith("Z")
 
 
-def test_twenty_identical_concurrent_calls_make_one_upstream_run(youtube: HTTPXMock, runtime: Runtime) -> None:
+def test_twenty_identical_concurrent_calls_make_one_upstream_run(
+    youtube: HTTPXMock, runtime: Runtime
+) -> None:
     async def scenario() -> list:
         return await asyncio.gather(*(get_context(runtime, VIDEO) for _ in range(20)))
 
@@ -113,7 +115,9 @@ def test_metadata_only_fetches_no_captions(youtube: HTTPXMock, runtime: Runtime)
         ("tooMany429x", ErrorCode.RATE_LIMITED),
     ],
 )
-def test_failures_carry_code_hint_and_attempts(youtube: HTTPXMock, runtime: Runtime, video: str, code: ErrorCode) -> None:
+def test_failures_carry_code_hint_and_attempts(
+    youtube: HTTPXMock, runtime: Runtime, video: str, code: ErrorCode
+) -> None:
     with pytest.raises(VidError) as caught:
         asyncio.run(get_context(runtime, video))
     error = caught.value
@@ -129,7 +133,9 @@ def test_rate_limit_keeps_retry_after(youtube: HTTPXMock, runtime: Runtime) -> N
     assert caught.value.retry_after == 120
 
 
-def test_no_captions_in_auto_mode_without_a_rung_says_how_to_set_one_up(youtube: HTTPXMock, runtime: Runtime) -> None:
+def test_no_captions_in_auto_mode_without_a_rung_says_how_to_set_one_up(
+    youtube: HTTPXMock, runtime: Runtime
+) -> None:
     """Auto mode has already looked for a speech-to-text rung: pointing at mode=stt would only
     fail the same way, so the hint names the keys that turn a rung on."""
     with pytest.raises(VidError) as caught:
@@ -144,7 +150,9 @@ def test_no_captions_in_auto_mode_without_a_rung_says_how_to_set_one_up(youtube:
 def test_no_captions_in_auto_mode_without_audio_here_points_to_the_local_runtime(youtube: HTTPXMock) -> None:
     """A rung is set up, but this runtime cannot fetch YouTube audio (the Worker's case): the hint
     is the local runtime, not mode=stt."""
-    rt = build_runtime(load_settings({"VID2CONTEXT_STT_URL": "http://127.0.0.1:9/v1"}), http=httpx.AsyncClient())
+    rt = build_runtime(
+        load_settings({"VID2CONTEXT_STT_URL": "http://127.0.0.1:9/v1"}), http=httpx.AsyncClient()
+    )
     assert any(rung.enabled for rung in rt.stt)
     with pytest.raises(VidError) as caught:
         asyncio.run(get_context(rt, "dsMFmonKDD4"))
@@ -174,7 +182,11 @@ def test_video_mode_is_no_provider(httpx_mock: HTTPXMock, runtime: Runtime) -> N
     ("source", "kwargs", "code"),
     [
         ("GJLlxj_dtq8", {"mode": "sometimes"}, ErrorCode.BAD_REQUEST),
-        ("https://www.youtube.com/playlist?list=PLx0sYbCqOb8TBPRdmBHs5Iftvv9TPboYG", {}, ErrorCode.BAD_REQUEST),
+        (
+            "https://www.youtube.com/playlist?list=PLx0sYbCqOb8TBPRdmBHs5Iftvv9TPboYG",
+            {},
+            ErrorCode.BAD_REQUEST,
+        ),
         ("https://vimeo.com/123", {}, ErrorCode.NO_PROVIDER),
         ("./talk.mp4", {}, ErrorCode.NO_PROVIDER),
         ("javascript:alert(1)", {}, ErrorCode.UNSUPPORTED_INPUT),
@@ -191,7 +203,9 @@ def test_bad_requests_fail_before_any_upstream_call(
     assert httpx_mock.get_requests() == []
 
 
-@pytest.mark.parametrize("source", ["/etc/passwd", "file:///etc/passwd", "http://127.0.0.1:8787/x", "http://[::1]/"])
+@pytest.mark.parametrize(
+    "source", ["/etc/passwd", "file:///etc/passwd", "http://127.0.0.1:8787/x", "http://[::1]/"]
+)
 def test_public_mode_refuses_before_any_provider(httpx_mock: HTTPXMock, source: str) -> None:
     runtime = build_runtime(load_settings({"VID2CONTEXT_PUBLIC": "1"}), http=httpx.AsyncClient())
     try:

@@ -21,7 +21,11 @@ def test_defaults_match_the_table() -> None:
 
 def test_values_are_converted() -> None:
     settings = load_settings(
-        {"VID2CONTEXT_PUBLIC": "yes", "VID2CONTEXT_MAX_PLAYLIST_ITEMS": "1_000", "VID2CONTEXT_PROXY": " http://p:3128 "}
+        {
+            "VID2CONTEXT_PUBLIC": "yes",
+            "VID2CONTEXT_MAX_PLAYLIST_ITEMS": "1_000",
+            "VID2CONTEXT_PROXY": " http://p:3128 ",
+        }
     )
     assert settings.public is True
     assert settings.max_playlist_items == 1000
@@ -30,7 +34,11 @@ def test_values_are_converted() -> None:
 
 @pytest.mark.parametrize(
     ("env", "value"),
-    [("VID2CONTEXT_PUBLIC", "maybe"), ("VID2CONTEXT_MAX_PLAYLIST_ITEMS", "lots"), ("VID2CONTEXT_HTTP_TIMEOUT_S", "-1")],
+    [
+        ("VID2CONTEXT_PUBLIC", "maybe"),
+        ("VID2CONTEXT_MAX_PLAYLIST_ITEMS", "lots"),
+        ("VID2CONTEXT_HTTP_TIMEOUT_S", "-1"),
+    ],
 )
 def test_a_bad_value_names_the_variable(env: str, value: str) -> None:
     with pytest.raises(VidError) as caught:

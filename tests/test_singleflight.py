@@ -79,7 +79,9 @@ def test_different_keys_run_separately() -> None:
             await asyncio.sleep(0)
             return value
 
-        results = await asyncio.gather(flights.run("a", lambda: work("a")), flights.run("b", lambda: work("b")))
+        results = await asyncio.gather(
+            flights.run("a", lambda: work("a")), flights.run("b", lambda: work("b"))
+        )
         assert results == ["a", "b"]
 
     asyncio.run(scenario())

@@ -160,7 +160,9 @@ async def test_pages_are_negotiated(
     assert int(response.headers["content-length"]) == len(body.encode())
 
 
-async def test_html_answers_carry_the_discovery_link_and_markdown_answers_do_not(site: httpx.AsyncClient) -> None:
+async def test_html_answers_carry_the_discovery_link_and_markdown_answers_do_not(
+    site: httpx.AsyncClient,
+) -> None:
     html = await site.get("/quick-start")
     assert html.headers["link"] == LINK_HEADER
     assert '</llms.txt>; rel="alternate"; type="text/plain"' in LINK_HEADER

@@ -21,8 +21,6 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
 from vid2context.models import Segment, Transcript, VideoContext, VideoMetadata
 from vid2context.storage.memory import MemoryStorage
 from vid2context.storage.sqlite import (
@@ -53,6 +51,8 @@ WORDS = [
     "rho",
     "sigma",
 ]
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def segment_count(n: int, version: int) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from tests.test_storage_conformance import *
+from tests.test_storage_conformance import *  # noqa: F403 (the conformance suite runs again here)
 from tests.test_storage_conformance import FakeClock, make_context, rich_context
 from vid2context.errors import ErrorCode, VidError
 from vid2context.models import Collection, CollectionItem

@@ -900,7 +900,9 @@ async def test_groq_over_httpx_names_groq_api_key_when_the_key_is_refused() -> N
             rung = groq_over_httpx(settings, http)
             assert rung.enabled and rung.id == "stt/groq/whisper-large-v3-turbo"
             with pytest.raises(VidError) as caught:
-                await rung.transcribe(AudioInput.from_bytes(b"RIFF0000WAVE", filename="a.wav"), Ctx(timeout=30))
+                await rung.transcribe(
+                    AudioInput.from_bytes(b"RIFF0000WAVE", filename="a.wav"), Ctx(timeout=30)
+                )
     assert caught.value.code is ErrorCode.AUTH
     assert "GROQ_API_KEY" in (caught.value.hint or "")
     assert "VID2CONTEXT_STT_KEY" not in (caught.value.hint or "")

@@ -76,7 +76,9 @@ def test_webvtt_agrees_with_webvtt_py() -> None:
     theirs = webvtt.from_buffer(io.StringIO(VTT))
     ours = parse_vtt(VTT)
     assert [c.start_in_seconds for c in theirs] == [int(s.start_sec) for s in ours]
-    assert [" ".join(html.unescape(c.text).split()) for c in theirs] == [s.text for s in ours]  # it leaves &amp;
+    assert [" ".join(html.unescape(c.text).split()) for c in theirs] == [
+        s.text for s in ours
+    ]  # it leaves &amp;
 
 
 def test_srt_cues_and_tags() -> None:

@@ -42,8 +42,29 @@ def test_accepted_forms(value: str | float, seconds: float) -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["", "   ", "abc", "1:60", "1:61:00", "-5", -5, "1:2:3:4", "h", "m", "PT", "1x", "1:30pm",
-     float("nan"), float("inf"), "9" * 40, "200h", True, "1::30", ":30", "1:3"],
+    [
+        "",
+        "   ",
+        "abc",
+        "1:60",
+        "1:61:00",
+        "-5",
+        -5,
+        "1:2:3:4",
+        "h",
+        "m",
+        "PT",
+        "1x",
+        "1:30pm",
+        float("nan"),
+        float("inf"),
+        "9" * 40,
+        "200h",
+        True,
+        "1::30",
+        ":30",
+        "1:3",
+    ],
 )
 def test_refused_forms_name_the_fix(value: object) -> None:
     with pytest.raises(VidError) as caught:
@@ -55,15 +76,28 @@ def test_refused_forms_name_the_fix(value: object) -> None:
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(0, "0:00"), (5, "0:05"), (59.99, "0:59"), (60, "1:00"), (90.7, "1:30"), (3599, "59:59"),
-     (3600, "1:00:00"), (3725, "1:02:05"), (36000, "10:00:00"), (-3, "0:00")],
+    [
+        (0, "0:00"),
+        (5, "0:05"),
+        (59.99, "0:59"),
+        (60, "1:00"),
+        (90.7, "1:30"),
+        (3599, "59:59"),
+        (3600, "1:00:00"),
+        (3725, "1:02:05"),
+        (36000, "10:00:00"),
+        (-3, "0:00"),
+    ],
 )
 def test_format_timestamp_never_points_past_the_moment(seconds: float, text: str) -> None:
     assert format_timestamp(seconds) == text
 
 
 def test_timestamp_urls() -> None:
-    assert timestamp_url("youtube", "jNQXAC9IVRw", None, 90.9) == "https://www.youtube.com/watch?v=jNQXAC9IVRw&t=90s"
+    assert (
+        timestamp_url("youtube", "jNQXAC9IVRw", None, 90.9)
+        == "https://www.youtube.com/watch?v=jNQXAC9IVRw&t=90s"
+    )
     assert timestamp_url("web", "x", "https://vimeo.com/1#old", 12) == "https://vimeo.com/1#t=12"
     assert timestamp_url("local", "/a.mp4", None, 12) is None
     assert timestamp_url("upload", "ab" * 32, None, 12) is None

@@ -93,7 +93,10 @@ def test_reads_the_manual_track_of_a_recorded_video() -> None:
     assert transcript.language == "en"
     assert transcript.producer == PRODUCER
     assert transcript.timing == "caption"
-    assert [s.text for s in transcript.segments][:2] == ["Hey, this is just a test", "this is not the original transcript"]
+    assert [s.text for s in transcript.segments][:2] == [
+        "Hey, this is just a test",
+        "this is not the original transcript",
+    ]
     assert transcript.segments[0].start_sec == 0.0
     assert transcript.segments[0].end_sec == pytest.approx(1.54)
     assert all(s.text for s in transcript.segments)  # the recorded file's empty line is dropped
@@ -131,7 +134,9 @@ def test_a_language_without_a_track_is_a_youtube_translation() -> None:
 def test_requests_go_to_the_configured_origin() -> None:
     provider, adapter = _provider(origin="http://127.0.0.1:9")
     asyncio.run(provider.captions(_ref(), Ctx()))
-    assert adapter.seen and all(line.split(" ", 1)[1].startswith("http://127.0.0.1:9/") for line in adapter.seen)
+    assert adapter.seen and all(
+        line.split(" ", 1)[1].startswith("http://127.0.0.1:9/") for line in adapter.seen
+    )
 
 
 def test_the_eu_consent_page_is_answered() -> None:
@@ -141,7 +146,11 @@ def test_the_eu_consent_page_is_answered() -> None:
         if urlsplit(request.url or "").path == "/watch":
             calls["watch"] += 1
             if calls["watch"] == 1:
-                return 200, {"Content-Type": "text/html"}, (YTA / "youtube_consent_page.html.static").read_bytes()
+                return (
+                    200,
+                    {"Content-Type": "text/html"},
+                    (YTA / "youtube_consent_page.html.static").read_bytes(),
+                )
             assert "CONSENT=YES+" in (request.headers.get("Cookie") or "")
         return None
 
@@ -161,15 +170,35 @@ def test_the_eu_consent_page_is_answered() -> None:
         (_player("youtube_video_unavailable.innertube.json.static"), ErrorCode.NOT_FOUND),
         (_player("youtube_po_token_required.innertube.json.static"), ErrorCode.BLOCKED),
         # HTTP 429 and the captcha page are the library's IpBlocked: rate-limited, as InnerTube says.
-        (lambda r: (429, {}, (YTA / "youtube_too_many_requests.html.static").read_bytes())
-         if "/watch" in (r.url or "") else None, ErrorCode.RATE_LIMITED),
-        (lambda r: (200, {}, b'<html><div class="g-recaptcha"></div></html>')
-         if "/watch" in (r.url or "") else None, ErrorCode.RATE_LIMITED),
-        (lambda r: (200, {}, (YTA / "youtube_consent_page_invalid.html.static").read_bytes())
-         if "/watch" in (r.url or "") else None, ErrorCode.UPSTREAM),
+        (
+            lambda r: (
+                (429, {}, (YTA / "youtube_too_many_requests.html.static").read_bytes())
+                if "/watch" in (r.url or "")
+                else None
+            ),
+            ErrorCode.RATE_LIMITED,
+        ),
+        (
+            lambda r: (
+                (200, {}, b'<html><div class="g-recaptcha"></div></html>')
+                if "/watch" in (r.url or "")
+                else None
+            ),
+            ErrorCode.RATE_LIMITED,
+        ),
+        (
+            lambda r: (
+                (200, {}, (YTA / "youtube_consent_page_invalid.html.static").read_bytes())
+                if "/watch" in (r.url or "")
+                else None
+            ),
+            ErrorCode.UPSTREAM,
+        ),
         (lambda r: (500, {}, b"oops") if "/api/timedtext" in (r.url or "") else None, ErrorCode.UPSTREAM),
-        (lambda r: (200, {}, b"<transcript><text start=") if "/api/timedtext" in (r.url or "") else None,
-         ErrorCode.UPSTREAM),
+        (
+            lambda r: (200, {}, b"<transcript><text start=") if "/api/timedtext" in (r.url or "") else None,
+            ErrorCode.UPSTREAM,
+        ),
         (lambda r: (200, {}, b"not json") if "/youtubei/" in (r.url or "") else None, ErrorCode.UPSTREAM),
     ],
 )
@@ -184,7 +213,10 @@ def test_library_errors_become_our_codes(override: Override, code: ErrorCode) ->
 
 @pytest.mark.parametrize(
     ("exc", "code"),
-    [(requests.ConnectTimeout("slow"), ErrorCode.TIMEOUT), (requests.ConnectionError("down"), ErrorCode.UPSTREAM)],
+    [
+        (requests.ConnectTimeout("slow"), ErrorCode.TIMEOUT),
+        (requests.ConnectionError("down"), ErrorCode.UPSTREAM),
+    ],
 )
 def test_transport_failures(exc: Exception, code: ErrorCode) -> None:
     def fail(request: requests.PreparedRequest) -> Reply | None:
@@ -278,7 +310,10 @@ def test_a_rung_without_metadata_does_not_hide_the_real_error(httpx_mock: HTTPXM
         client = httpx.AsyncClient()
         provider, _ = _provider()
         runtime = Runtime(
-            settings=load_settings({}), storage=MemoryStorage(), http=client, sources=[YouTubeProvider(client), provider]
+            settings=load_settings({}),
+            storage=MemoryStorage(),
+            http=client,
+            sources=[YouTubeProvider(client), provider],
         )
         try:
             return await get_context(runtime, "botCheck001")
@@ -288,4 +323,7 @@ def test_a_rung_without_metadata_does_not_hide_the_real_error(httpx_mock: HTTPXM
     with pytest.raises(VidError) as caught:
         asyncio.run(scenario())
     assert caught.value.code is ErrorCode.BLOCKED
-    assert [(a.id, a.reason) for a in caught.value.attempts] == [("youtube", "blocked"), ("transcript-api", "no-provider")]
+    assert [(a.id, a.reason) for a in caught.value.attempts] == [
+        ("youtube", "blocked"),
+        ("transcript-api", "no-provider"),
+    ]

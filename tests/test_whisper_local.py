@@ -146,7 +146,8 @@ async def test_the_local_runtime_puts_the_local_model_first_and_transcribes_uplo
     assert ran[-1] == ("stt/faster-whisper/tiny.en", "stt", "ok")
     # skipped: the upload's captions (it has none) and the hosted rungs without keys
     assert {(a.stage, a.reason) for a in context.attempts if a.outcome == "skipped"} == {
-        ("captions", "no-transcript"), ("stt", "missing-key")
+        ("captions", "no-transcript"),
+        ("stt", "missing-key"),
     }
 
 

@@ -73,7 +73,6 @@ def _modules(folder: Path) -> set[str]:
 # --- the package copy ---------------------------------------------------------------------------
 
 
-
 def test_package_copy_holds_every_portable_module_and_no_local_one(tmp_path: Path) -> None:
     build_worker = _build_worker()
     out = tmp_path / "vid2context"
@@ -94,7 +93,8 @@ def test_every_exclude_glob_names_files_of_the_closure() -> None:
     globs = exclude_globs()
     assert "**/*.pyc" in globs, "a table of our own replaces wrangler's default; keep it"
     unmatched = [
-        glob for glob in globs
+        glob
+        for glob in globs
         if glob not in FILE_GLOBS and not any(wrangler_glob(glob).match(name) for name in files)
     ]
     assert not unmatched, f"exclude globs that match no file of the Worker's dependencies: {unmatched}"
@@ -163,15 +163,26 @@ async def test_worker_serves_with_every_excluded_module_refused(
     uploaded_tops = {p.name.split(".")[0] for p in (outdir / "python_modules").iterdir()}
     assert not {m for m in refused if "." not in m} & uploaded_tops, "wrangler uploaded an excluded package"
 
-    spec = driver_spec(outdir, steps=SERVE_STEPS, refuse=refused, miniflare=miniflare.base_url,
-                       site=write_site(tmp_path / "site"))
+    spec = driver_spec(
+        outdir,
+        steps=SERVE_STEPS,
+        refuse=refused,
+        miniflare=miniflare.base_url,
+        site=write_site(tmp_path / "site"),
+    )
     report, stderr = run_driver(spec, tmp_path)
 
     assert "error" not in report, f"{report['error']}\n{stderr[-3000:]}"
     statuses = [(step["name"], step.get("status")) for step in report["steps"]]
     assert statuses == [
-        ("import", None), ("health", 200), ("health", 200), ("mcp_initialize", 200), ("mcp_tools_list", 200),
-        ("mcp_tool_call", 200), ("site", 200), ("openapi", 200),
+        ("import", None),
+        ("health", 200),
+        ("health", 200),
+        ("mcp_initialize", 200),
+        ("mcp_tools_list", 200),
+        ("mcp_tool_call", 200),
+        ("site", 200),
+        ("openapi", 200),
     ], statuses
     by_name = {s["name"]: s for s in report["steps"]}
     assert by_name["mcp_initialize"]["protocol_version"]
@@ -194,20 +205,36 @@ async def test_worker_transcribes_an_upload_through_its_plain_httpx_groq_rung(
     segments, _ = hear_tones(talk.read_bytes())  # what the fake hears in it, as it will answer
     expected = " ".join(segment["text"].strip() for segment in segments)
     with FakeWhisper(key=GROQ_KEY) as fake:  # a wrong or missing key would get 401
-        spec = driver_spec(Path(upload["outdir"]), steps=STT_STEPS, refuse=refused_modules(exclude_globs()),
-                           miniflare=miniflare.base_url, upload=talk,
-                           variables={"GROQ_API_KEY": GROQ_KEY, "GROQ_BASE_URL": fake.url})
+        spec = driver_spec(
+            Path(upload["outdir"]),
+            steps=STT_STEPS,
+            refuse=refused_modules(exclude_globs()),
+            miniflare=miniflare.base_url,
+            upload=talk,
+            variables={"GROQ_API_KEY": GROQ_KEY, "GROQ_BASE_URL": fake.url},
+        )
         report, stderr = run_driver(spec, tmp_path)
     requests = list(fake.requests)
 
     assert "error" not in report, f"{report['error']}\n{stderr[-3000:]}"
     statuses = [(step["name"], step.get("status")) for step in report["steps"]]
-    assert statuses == [("import", None), ("no_groq", 0), ("stt_health", 200), ("upload", 201),
-                        ("transcript", 200)], statuses
+    assert statuses == [
+        ("import", None),
+        ("no_groq", 0),
+        ("stt_health", 200),
+        ("upload", 201),
+        ("transcript", 200),
+    ], statuses
     # The rung is the plain-httpx one, and health lists it enabled by the secret.
     groq = [rung for rung in report["stt_rungs"] if rung["provider"] == "stt-groq"]
-    assert groq == [{"id": GROQ_RUNG, "provider": "stt-groq", "enabled": True,
-                     "class": "vid2context.providers.whisper_openai.OpenAICompatibleWhisper"}], groq
+    assert groq == [
+        {
+            "id": GROQ_RUNG,
+            "provider": "stt-groq",
+            "enabled": True,
+            "class": "vid2context.providers.whisper_openai.OpenAICompatibleWhisper",
+        }
+    ], groq
     (listed,) = [p for p in report["stt_providers"] if p["id"] == "stt-groq"]
     assert listed["enabled"] is True
     assert [(r["id"], r["enabled"], r["requires"]) for r in listed["rungs"]] == [

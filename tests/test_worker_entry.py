@@ -36,8 +36,8 @@ ORIGIN = "https://vid2context.example.workers.dev"
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 sys.path.insert(0, str(STANDIN))
-import workers
-from assets_binding import AssetsBinding
+import workers  # noqa: E402
+from assets_binding import AssetsBinding  # noqa: E402
 
 sys.path.remove(str(STANDIN))
 
@@ -68,10 +68,17 @@ class Isolate:
         self.module = new_isolate()
         self.env = env
 
-    async def fetch(self, path: str, *, method: str = "GET", headers: dict[str, str] | None = None,
-                    body: bytes | None = None) -> workers.Response:
-        request = workers.Request(f"{ORIGIN}{path}", method=method, headers=list((headers or {}).items()),
-                                  body=body)
+    async def fetch(
+        self,
+        path: str,
+        *,
+        method: str = "GET",
+        headers: dict[str, str] | None = None,
+        body: bytes | None = None,
+    ) -> workers.Response:
+        request = workers.Request(
+            f"{ORIGIN}{path}", method=method, headers=list((headers or {}).items()), body=body
+        )
         worker = self.module.Default(ctx=object(), env=self.env)
         return await worker.fetch(request)
 
@@ -119,7 +126,9 @@ async def test_the_runtime_is_built_once_per_isolate_and_survives_each_lifespan(
     assert app.state.runtime.keep_alive is workers.wait_until
 
 
-async def test_a_transcript_fetched_by_one_isolate_is_read_from_d1_by_another(env: WorkerEnv, replay: ReplayServer) -> None:
+async def test_a_transcript_fetched_by_one_isolate_is_read_from_d1_by_another(
+    env: WorkerEnv, replay: ReplayServer
+) -> None:
     one, two = Isolate(env), Isolate(env)
     try:
         fetched = await one.fetch("/api/v1/transcript?url=GJLlxj_dtq8&format=text")
@@ -156,18 +165,30 @@ async def test_the_rate_limit_is_shared_by_isolates_through_kv(env: WorkerEnv) -
     assert 429 in statuses[2:]
 
 
-async def test_an_upload_lands_in_r2_and_is_visible_to_another_isolate(env: WorkerEnv, fixtures: Path) -> None:
+async def test_an_upload_lands_in_r2_and_is_visible_to_another_isolate(
+    env: WorkerEnv, fixtures: Path
+) -> None:
     audio = (fixtures / "media" / "talk.mp3").read_bytes()
     one, two = Isolate(env), Isolate(env)
     try:
         boundary = uuid.uuid4().hex
         form = (
-            f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"talk.mp3\"\r\n"
-            "Content-Type: audio/mpeg\r\n\r\n"
-        ).encode() + audio + f"\r\n--{boundary}--\r\n".encode()
-        response = await one.fetch("/api/v1/uploads", method="POST", body=form, headers={
-            "content-type": f"multipart/form-data; boundary={boundary}", "content-length": str(len(form)),
-        })
+            (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="talk.mp3"\r\n'
+                "Content-Type: audio/mpeg\r\n\r\n"
+            ).encode()
+            + audio
+            + f"\r\n--{boundary}--\r\n".encode()
+        )
+        response = await one.fetch(
+            "/api/v1/uploads",
+            method="POST",
+            body=form,
+            headers={
+                "content-type": f"multipart/form-data; boundary={boundary}",
+                "content-length": str(len(form)),
+            },
+        )
         assert response.status in (200, 201), response.text()
         upload = json.loads(response.body)
         listed = await env.BUCKET.list()
@@ -182,23 +203,42 @@ async def test_an_upload_lands_in_r2_and_is_visible_to_another_isolate(env: Work
 
 async def test_mcp_is_served_at_mcp_statelessly(isolate: Isolate) -> None:
     initialize = {
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "entry-test", "version": "1"}},
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "entry-test", "version": "1"},
+        },
     }
-    response = await isolate.fetch("/mcp", method="POST", headers=MCP_HEADERS, body=json.dumps(initialize).encode())
+    response = await isolate.fetch(
+        "/mcp", method="POST", headers=MCP_HEADERS, body=json.dumps(initialize).encode()
+    )
     assert response.status == 200, response.text()
     assert json.loads(response.body)["result"]["serverInfo"]["name"]
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
-    tools = await isolate.fetch("/mcp", method="POST", body=json.dumps(listing).encode(),
-                                headers={**MCP_HEADERS, "mcp-protocol-version": "2025-11-25"})
+    tools = await isolate.fetch(
+        "/mcp",
+        method="POST",
+        body=json.dumps(listing).encode(),
+        headers={**MCP_HEADERS, "mcp-protocol-version": "2025-11-25"},
+    )
     assert tools.status == 200, tools.text()
     names = {tool["name"] for tool in json.loads(tools.body)["result"]["tools"]}
     assert {"get_transcript", "get_outline", "export_context_pack"} <= names
-    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-            "params": {"name": "export_obsidian", "arguments": {"urls": ["GJLlxj_dtq8"], "vaultPath": "/tmp/v"}}}
-    refused = await isolate.fetch("/mcp", method="POST", body=json.dumps(call).encode(),
-                                  headers={**MCP_HEADERS, "mcp-protocol-version": "2025-11-25"})
+    call = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "export_obsidian", "arguments": {"urls": ["GJLlxj_dtq8"], "vaultPath": "/tmp/v"}},
+    }
+    refused = await isolate.fetch(
+        "/mcp",
+        method="POST",
+        body=json.dumps(call).encode(),
+        headers={**MCP_HEADERS, "mcp-protocol-version": "2025-11-25"},
+    )
     assert json.loads(refused.body)["result"]["isError"] is True  # the server's disk is not the caller's
     assert (await isolate.fetch("/mcp")).status == 405
 
@@ -231,7 +271,7 @@ async def test_the_site_comes_from_assets_negotiated_by_accept(
     assert response.body == (SITE / twin).read_bytes()
     assert response.header("vary") == "Accept"
     if twin.endswith(".html"):
-        assert "rel=\"service-desc\"" in (response.header("link") or "")
+        assert 'rel="service-desc"' in (response.header("link") or "")
     assert isolate.module._api is None  # the site never builds the API app
     assert len(isolate.env.ASSETS.requests) == 1  # the page's file was the first one read
 
@@ -259,8 +299,9 @@ async def test_an_encoded_api_path_still_reaches_the_api(isolate: Isolate) -> No
 async def test_the_app_sees_the_request_as_sent(isolate: Isolate) -> None:
     """Query string, headers and a JSON body pass through the adapter unchanged."""
     body = json.dumps({"name": "Talks", "description": "from the worker"}).encode()
-    created = await isolate.fetch("/api/v1/collections", method="POST", body=body,
-                                  headers={"content-type": "application/json"})
+    created = await isolate.fetch(
+        "/api/v1/collections", method="POST", body=body, headers={"content-type": "application/json"}
+    )
     assert created.status == 201, created.text()
     collection: dict[str, Any] = json.loads(created.body)
     listed = json.loads((await isolate.fetch("/api/v1/collections?limit=5")).body)

@@ -32,8 +32,12 @@ from vid2context.runtime import build_local_runtime
 from vid2context.settings import load_settings
 
 REAL = find_ytdlp()
-needs_real = pytest.mark.skipif(not Path(REAL).is_file() and shutil.which(REAL) is None, reason="yt-dlp not installed")
-needs_ffprobe = pytest.mark.skipif(shutil.which("ffprobe") is None, reason="needs ffmpeg (apt-get install ffmpeg)")
+needs_real = pytest.mark.skipif(
+    not Path(REAL).is_file() and shutil.which(REAL) is None, reason="yt-dlp not installed"
+)
+needs_ffprobe = pytest.mark.skipif(
+    shutil.which("ffprobe") is None, reason="needs ffmpeg (apt-get install ffmpeg)"
+)
 
 VTT = "WEBVTT\n\n00:00:00.500 --> 00:00:04.000\nWelcome to the show.\n\n00:00:05.000 --> 00:00:08.000\nThe weather today is sunny and warm.\n"
 FR_VTT = "WEBVTT\n\n00:00:00.500 --> 00:00:04.000\nBienvenue dans l'émission.\n"
@@ -67,6 +71,7 @@ def info_json(tmp_path: Path, media: Path) -> Path:
     (tmp_path / "talk.en.vtt").write_text(VTT, encoding="utf-8")
     (tmp_path / "talk.fr.vtt").write_text(FR_VTT, encoding="utf-8")
     (tmp_path / "talk.de.json3").write_text(json.dumps(JSON3), encoding="utf-8")
+
     def sub(name: str, ext: str, label: str) -> list[dict]:
         return [{"ext": ext, "url": (tmp_path / name).as_uri(), "name": label}]
 
@@ -151,14 +156,22 @@ def test_info_json_metadata_chapters_and_tracks(info_json: Path, media: Path) ->
     meta = _run(provider.metadata(ref, ctx))
     assert meta.title == "Talk with chapters"
     assert (meta.channel, meta.channel_id, meta.duration_sec) == ("Espeak", "espeak-1", 24.4)
-    assert (meta.published_at, meta.tags, meta.view_count, meta.language) == ("2025-01-02", ["speech", "test"], 42, "en")
+    assert (meta.published_at, meta.tags, meta.view_count, meta.language) == (
+        "2025-01-02",
+        ["speech", "test"],
+        42,
+        "en",
+    )
     assert [t.url for t in meta.thumbnails] == ["https://img.example/1.jpg"]
     assert [(c.title, c.start_sec, c.end_sec) for c in meta.chapters] == [
-        ("Intro", 0.0, 10.0), ("Weather", 10.0, 18.5), ("Outro", 18.5, 24.4)
+        ("Intro", 0.0, 10.0),
+        ("Weather", 10.0, 18.5),
+        ("Outro", 18.5, 24.4),
     ]
     tracks = _run(provider.caption_tracks(ref, ctx))
     assert [(t.language, t.kind, t.name) for t in tracks] == [
-        ("en", "manual", "English"), ("de", "auto", "German")
+        ("en", "manual", "English"),
+        ("de", "auto", "German"),
     ]  # live chat skipped, "de" and "fr" are a duplicate and a translation
 
 
@@ -171,7 +184,8 @@ def test_info_json_captions_manual_auto_and_translated(info_json: Path, media: P
     manual = _run(provider.captions(ref, ctx))
     assert (manual.origin, manual.language, manual.producer) == ("captions-manual", "en", "ytdlp/vtt")
     assert [(s.start_sec, s.text) for s in manual.segments] == [
-        (0.5, "Welcome to the show."), (5.0, "The weather today is sunny and warm.")
+        (0.5, "Welcome to the show."),
+        (5.0, "The weather today is sunny and warm."),
     ]
     auto = _run(provider.captions(ref, ctx, lang="de"))
     assert (auto.origin, auto.language, auto.producer) == ("captions-auto", "de", "ytdlp/json3")
@@ -185,7 +199,10 @@ def test_info_json_captions_manual_auto_and_translated(info_json: Path, media: P
 def test_comments_are_top_level_and_limited(info_json: Path, media: Path) -> None:
     provider = _real("--load-info-json", str(info_json))
     comments = _run(provider.comments(_web((media / "talk.mp4").as_uri()), Ctx(), limit=2))
-    assert [(c.id, c.text, c.author) for c in comments] == [("c1", "Great talk", "Ann"), ("c3", "Second", "Cy")]
+    assert [(c.id, c.text, c.author) for c in comments] == [
+        ("c1", "Great talk", "Ann"),
+        ("c3", "Second", "Cy"),
+    ]
     assert comments[0].like_count == 3
     assert comments[0].published_at == "2023-11-14T22:13:20Z"
 
@@ -197,7 +214,9 @@ def test_a_feed_expands_to_its_videos(tmp_path: Path, media: Path) -> None:
         f'<enclosure url="{(media / name).as_uri()}" type="audio/mpeg" length="1"/></item>'
         for i, name in enumerate(["talk.mp3", "talk.webm", "talk.mp4"])
     )
-    items += "<item><title>yt</title><link>https://www.youtube.com/watch?v=GJLlxj_dtq8</link><guid>9</guid></item>"
+    items += (
+        "<item><title>yt</title><link>https://www.youtube.com/watch?v=GJLlxj_dtq8</link><guid>9</guid></item>"
+    )
     feed = tmp_path / "feed.xml"
     feed.write_text(
         f'<?xml version="1.0"?><rss version="2.0"><channel><title>Talks</title><link>http://example.com/</link>'
@@ -210,7 +229,8 @@ def test_a_feed_expands_to_its_videos(tmp_path: Path, media: Path) -> None:
         "youtube:GJLlxj_dtq8",
     ]  # fmt: skip
     assert [r.id for r in _run(provider.items(_web(feed.as_uri()), Ctx(), limit=2))] == [
-        f"local:{media / 'talk.mp3'}", f"local:{media / 'talk.webm'}"
+        f"local:{media / 'talk.mp3'}",
+        f"local:{media / 'talk.webm'}",
     ]
     single = _web((media / "talk.mp3").as_uri())
     assert _run(provider.items(single, Ctx(), limit=5)) == [single]
@@ -287,7 +307,9 @@ ERRORS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("stderr", "code"), ERRORS, ids=[c.value + f"-{i}" for i, (_, c) in enumerate(ERRORS)])
+@pytest.mark.parametrize(
+    ("stderr", "code"), ERRORS, ids=[c.value + f"-{i}" for i, (_, c) in enumerate(ERRORS)]
+)
 def test_stderr_becomes_our_codes(tmp_path: Path, stderr: str, code: ErrorCode) -> None:
     fake = Fake(tmp_path, _fails_with(stderr))
     error = _error(fake.provider().metadata(parse_input("https://example.com/v/1"), Ctx()))
@@ -362,11 +384,16 @@ def test_a_missing_or_unrunnable_program_is_no_provider(tmp_path: Path) -> None:
 
 def test_output_that_is_not_json_is_upstream(tmp_path: Path) -> None:
     fake = Fake(tmp_path, "print('[download] hello')")
-    assert _error(fake.provider().metadata(parse_input("https://example.com/v/1"), Ctx())).code is ErrorCode.UPSTREAM
+    assert (
+        _error(fake.provider().metadata(parse_input("https://example.com/v/1"), Ctx())).code
+        is ErrorCode.UPSTREAM
+    )
 
 
 def test_a_list_is_not_one_video(tmp_path: Path) -> None:
-    fake = Fake(tmp_path, "print(json.dumps({'_type': 'playlist', 'id': 'p', 'title': 'A list', 'entries': []}))")
+    fake = Fake(
+        tmp_path, "print(json.dumps({'_type': 'playlist', 'id': 'p', 'title': 'A list', 'entries': []}))"
+    )
     provider = fake.provider()
     ref = parse_input("https://example.com/list")
     ctx = Ctx()
@@ -388,7 +415,11 @@ def test_list_entries_are_refs_and_remote_lists_never_name_local_files(tmp_path:
     ]
     fake = Fake(tmp_path, f"print(json.dumps({{'_type': 'playlist', 'entries': {entries!r}}}))")
     found = _run(fake.provider().items(parse_input("https://example.com/feed"), Ctx(), limit=10))
-    assert [r.id for r in found] == ["youtube:GJLlxj_dtq8", "youtube:F1xioXWb8CY", "web:https://vimeo.com/123"]
+    assert [r.id for r in found] == [
+        "youtube:GJLlxj_dtq8",
+        "youtube:F1xioXWb8CY",
+        "web:https://vimeo.com/123",
+    ]
     (argv,) = fake.calls()
     assert argv[argv.index("--playlist-end") + 1] == "10"
 
@@ -443,7 +474,9 @@ def test_a_run_past_its_timeout_is_killed_with_its_children(tmp_path: Path) -> N
 
 def test_the_calls_deadline_also_stops_it(tmp_path: Path) -> None:
     fake = Fake(tmp_path, HANG)
-    error = _error(fake.provider(timeout_s=60).metadata(parse_input("https://example.com/v/1"), Ctx(timeout=1.5)))
+    error = _error(
+        fake.provider(timeout_s=60).metadata(parse_input("https://example.com/v/1"), Ctx(timeout=1.5))
+    )
     assert error.code is ErrorCode.TIMEOUT
     assert _wait_gone(_pids(fake))
 
@@ -461,7 +494,9 @@ def test_an_aborted_call_kills_the_run(tmp_path: Path) -> None:
     ctx = Ctx()
 
     async def scenario() -> None:
-        task = asyncio.ensure_future(fake.provider(timeout_s=60).metadata(parse_input("https://example.com/v/1"), ctx))
+        task = asyncio.ensure_future(
+            fake.provider(timeout_s=60).metadata(parse_input("https://example.com/v/1"), ctx)
+        )
         await _when_started(fake)
         ctx.abort()
         await task
@@ -475,7 +510,9 @@ def test_a_cancelled_task_kills_the_run(tmp_path: Path) -> None:
     fake = Fake(tmp_path, HANG)
 
     async def scenario() -> None:
-        task = asyncio.ensure_future(fake.provider(timeout_s=60).metadata(parse_input("https://example.com/v/1"), Ctx()))
+        task = asyncio.ensure_future(
+            fake.provider(timeout_s=60).metadata(parse_input("https://example.com/v/1"), Ctx())
+        )
         await _when_started(fake)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -501,7 +538,9 @@ def test_settings_reach_the_provider(tmp_path: Path) -> None:
     assert provider.timeout_s == 7
     argv = provider._argv(["-J"], "https://example.com/")
     assert argv[argv.index("--cookies") + 1] == os.path.expanduser("~/cookies.txt")
-    assert ["--cookies-from-browser", "firefox:My Profile", "-4"] == argv[argv.index("--cookies-from-browser") :][:3]
+    assert ["--cookies-from-browser", "firefox:My Profile", "-4"] == argv[
+        argv.index("--cookies-from-browser") :
+    ][:3]
     assert argv[argv.index("--proxy") + 1] == "socks5://127.0.0.1:1080"
     with pytest.raises(VidError) as caught:
         YtDlpProvider.from_settings(load_settings({"VID2CONTEXT_YTDLP_ARGS": "--opt 'unclosed"}))
@@ -531,7 +570,9 @@ def test_the_local_ladder_order(tmp_path: Path) -> None:
                 "web": "https://vimeo.com/123",
                 "local": "./talk.mp4",
             }
-            return {k: [p.id for p in runtime.sources if p.accepts(parse_input(v))] for k, v in inputs.items()}
+            return {
+                k: [p.id for p in runtime.sources if p.accepts(parse_input(v))] for k, v in inputs.items()
+            }
         finally:
             await runtime.aclose()
 

@@ -39,16 +39,29 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"vid2context {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    get = commands.add_parser("get", help="print a video's transcript with a header", description=(
-        "Print a video's transcript (platform captions first) to stdout, with a header naming the "
-        "source. Progress and errors go to stderr."
-    ))
+    get = commands.add_parser(
+        "get",
+        help="print a video's transcript with a header",
+        description=(
+            "Print a video's transcript (platform captions first) to stdout, with a header naming the "
+            "source. Progress and errors go to stderr."
+        ),
+    )
     get.add_argument("url", help="a YouTube URL or id, any page yt-dlp understands, or a local media file")
-    get.add_argument("-f", "--format", default="text", help="output format (see `vid2context formats`); default text")
-    get.add_argument("-t", "--timestamps", action="store_true", help="prefix lines with [m:ss] where the format allows")
+    get.add_argument(
+        "-f", "--format", default="text", help="output format (see `vid2context formats`); default text"
+    )
+    get.add_argument(
+        "-t", "--timestamps", action="store_true", help="prefix lines with [m:ss] where the format allows"
+    )
     get.add_argument("-l", "--lang", help="preferred transcript language, BCP-47 (en, de, pt-BR)")
-    get.add_argument("-m", "--mode", default="auto", choices=["auto", "captions", "stt", "video"],
-                     help="auto (captions, then speech-to-text), captions, stt or video; default auto")
+    get.add_argument(
+        "-m",
+        "--mode",
+        default="auto",
+        choices=["auto", "captions", "stt", "video"],
+        help="auto (captions, then speech-to-text), captions, stt or video; default auto",
+    )
     get.add_argument("--from", dest="from_", metavar="TIME", help="start of a section: 90, 1:30, 1h2m5s")
     get.add_argument("--to", metavar="TIME", help="end of a section")
     get.add_argument("--chapter", help="a chapter by outline index or title (exact, prefix, then substring)")
@@ -59,17 +72,21 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("formats", help="list the output formats")
     commands.add_parser("settings", help="list the environment variables vid2context reads")
     commands.add_parser(
-        "mcp", help="run the MCP server over stdio (Claude Desktop, Claude Code, Cursor, VS Code)",
+        "mcp",
+        help="run the MCP server over stdio (Claude Desktop, Claude Code, Cursor, VS Code)",
         description="Serve MCP over stdio with the local runtime: stdout is the protocol, logs go to stderr.",
     )
 
     serve = commands.add_parser("serve", help="run the HTTP API locally")
-    serve.add_argument("--host", default=None, help=(
-        f"address to bind; default {DEFAULT_HOST}, or {KEYED_HOST} when VID2CONTEXT_API_KEYS is set"
-    ))
+    serve.add_argument(
+        "--host",
+        default=None,
+        help=(f"address to bind; default {DEFAULT_HOST}, or {KEYED_HOST} when VID2CONTEXT_API_KEYS is set"),
+    )
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port; default {DEFAULT_PORT}")
     serve.add_argument(
-        "--allow-open", action="store_true",
+        "--allow-open",
+        action="store_true",
         help="serve on a non-loopback address without API keys (anyone who can reach it can use it)",
     )
     return parser
@@ -114,7 +131,9 @@ async def _get(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         ctx = Ctx(timeout=runtime.settings.request_timeout_ms / 1000)
         if not args.quiet:
             print(f"vid2context: reading {args.url[:200]}", file=err)
-        context = await get_context(runtime, args.url, mode=args.mode, lang=args.lang, refresh=args.refresh, ctx=ctx)
+        context = await get_context(
+            runtime, args.url, mode=args.mode, lang=args.lang, refresh=args.refresh, ctx=ctx
+        )
         if not args.quiet:
             _print_summary(context, err)
         out.write(_render(context, args, formatter.id))
@@ -159,7 +178,9 @@ def _formats(out: TextIO) -> int:
     width = max(len(f.id) for f in FORMATTERS.values())
     for formatter in FORMATTERS.values():
         combined = " (several videos)" if formatter.combines_videos else ""
-        print(f"{formatter.id:<{width}}  {formatter.mime_type:<32}  {formatter.description}{combined}", file=out)
+        print(
+            f"{formatter.id:<{width}}  {formatter.mime_type:<32}  {formatter.description}{combined}", file=out
+        )
     return 0
 
 
@@ -247,8 +268,9 @@ def _serve(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        print(f"vid2context: warning: no API keys; anyone who can reach {host} can use the API",
-              file=sys.stderr)
+        print(
+            f"vid2context: warning: no API keys; anyone who can reach {host} can use the API", file=sys.stderr
+        )
     kill_timeout = min(1800, max(1, math.ceil(settings.shutdown_timeout_ms / 1000)))
     shown = f"[{host}]" if ":" in host else host
     print(f"vid2context {__version__}: serving http://{shown}:{args.port}/api/v1/health", file=sys.stderr)

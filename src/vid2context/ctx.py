@@ -60,7 +60,9 @@ class Ctx:
         if self._abort.is_set():
             if self._abort_reason == "timeout":
                 raise self._timeout_error()
-            raise VidError(ErrorCode.CANCELED, "The call was canceled.", hint="Run it again if you still need it.")
+            raise VidError(
+                ErrorCode.CANCELED, "The call was canceled.", hint="Run it again if you still need it."
+            )
         if self.deadline is not None and time.monotonic() >= self.deadline:
             raise self._timeout_error()
 

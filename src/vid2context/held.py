@@ -39,7 +39,9 @@ class Held:
 
 
 async def _hold(
-    factory: Callable[[], AbstractAsyncContextManager[object]], started: asyncio.Future[None], leave: asyncio.Event
+    factory: Callable[[], AbstractAsyncContextManager[object]],
+    started: asyncio.Future[None],
+    leave: asyncio.Event,
 ) -> None:
     try:
         async with factory():

@@ -66,7 +66,9 @@ async def run_rung(
     return result
 
 
-def _attempt(rung_id: str, stage: Stage, outcome: str, started: float, reason: str | None, detail: str | None):
+def _attempt(
+    rung_id: str, stage: Stage, outcome: str, started: float, reason: str | None, detail: str | None
+):
     ms = int((time.perf_counter() - started) * 1000)
     return Attempt(id=rung_id, stage=stage, outcome=outcome, reason=reason, detail=detail, ms=ms)  # type: ignore[arg-type]
 
@@ -100,8 +102,14 @@ def _no_provider_text(ref: VideoRef) -> tuple[str, str]:
             "Local files need the local runtime with ffmpeg installed (`pip install 'vid2context[local]'`).",
         )
     if ref.platform == "upload":
-        return ("Uploads are read by the API server.", "Upload with POST /api/v1/uploads and use the returned input.")
-    return (f"No provider is enabled for {ref.platform} inputs.", "Check GET /api/v1/health for enabled providers.")
+        return (
+            "Uploads are read by the API server.",
+            "Upload with POST /api/v1/uploads and use the returned input.",
+        )
+    return (
+        f"No provider is enabled for {ref.platform} inputs.",
+        "Check GET /api/v1/health for enabled providers.",
+    )
 
 
 async def _first_success(
@@ -135,7 +143,9 @@ def _combine(errors: list[VidError], attempts: list[Attempt]) -> VidError:
     codes = {error.code for error in errors}
     if len(codes) == 1:
         first = errors[0]
-        return VidError(first.code, first.message, hint=first.hint, attempts=attempts, retry_after=first.retry_after)
+        return VidError(
+            first.code, first.message, hint=first.hint, attempts=attempts, retry_after=first.retry_after
+        )
     summary = "; ".join(f"{a.id}: {a.reason}" for a in attempts if a.outcome == "error")
     hints = [e.hint for e in errors if e.hint]
     return VidError(
@@ -228,10 +238,14 @@ async def get_context(
         ) from None
 
 
-async def _build_context(runtime: Runtime, ref: VideoRef, mode: Mode, lang: str | None, ctx: Ctx) -> VideoContext:
+async def _build_context(
+    runtime: Runtime, ref: VideoRef, mode: Mode, lang: str | None, ctx: Ctx
+) -> VideoContext:
     attempts: list[Attempt] = []
     providers = _providers_for(runtime, ref)
-    metadata: VideoMetadata = await _first_success(attempts, providers, "metadata", lambda p: p.metadata(ref, ctx))
+    metadata: VideoMetadata = await _first_success(
+        attempts, providers, "metadata", lambda p: p.metadata(ref, ctx)
+    )
     transcript = await _transcript(runtime, ref, providers, mode, lang, ctx, attempts)
     context = VideoContext(
         id=ref.id,
@@ -295,7 +309,9 @@ _LADDER_STOPS = {ErrorCode.BAD_REQUEST, ErrorCode.CANCELED}
 
 def _skipped(rung: SpeechToText) -> Attempt:
     if rung.tier == "keyless" and not rung.requires:
-        return Attempt(id=rung.id, stage="stt", outcome="skipped", reason="disabled", detail="VID2CONTEXT_KEYLESS=0")
+        return Attempt(
+            id=rung.id, stage="stt", outcome="skipped", reason="disabled", detail="VID2CONTEXT_KEYLESS=0"
+        )
     detail = "set " + " and ".join(rung.requires) if rung.requires else "not set up"
     return Attempt(id=rung.id, stage="stt", outcome="skipped", reason="missing-key", detail=detail)
 
@@ -317,8 +333,9 @@ def _with_next_step(error: VidError, blocker: VidError) -> VidError:
     fail the same way. Other caption failures (blocked, private, ...) keep their own hint."""
     if error.code is not ErrorCode.NO_TRANSCRIPT:
         return error
-    return VidError(error.code, error.message, hint=blocker.hint, attempts=error.attempts,
-                    retry_after=error.retry_after)
+    return VidError(
+        error.code, error.message, hint=blocker.hint, attempts=error.attempts, retry_after=error.retry_after
+    )
 
 
 async def transcribe(
@@ -377,7 +394,13 @@ async def _speech_to_text(
     if not sources:
         first = providers[0]
         attempts.append(
-            Attempt(id=first.id, stage="audio", outcome="skipped", reason="no-provider", detail="cannot fetch audio")
+            Attempt(
+                id=first.id,
+                stage="audio",
+                outcome="skipped",
+                reason="no-provider",
+                detail="cannot fetch audio",
+            )
         )
         no_audio = VidError(
             ErrorCode.NO_PROVIDER,
@@ -430,7 +453,9 @@ async def get_metadata(runtime: Runtime, source: str | VideoRef, *, ctx: Ctx | N
         if cached is not None:
             return cached.metadata
     attempts: list[Attempt] = []
-    return await _first_success(attempts, _providers_for(runtime, ref), "metadata", lambda p: p.metadata(ref, ctx))
+    return await _first_success(
+        attempts, _providers_for(runtime, ref), "metadata", lambda p: p.metadata(ref, ctx)
+    )
 
 
 async def list_items(
@@ -441,7 +466,9 @@ async def list_items(
     cap = runtime.settings.max_playlist_items
     limit = cap if limit is None else limit
     if not 1 <= limit <= cap:
-        raise VidError(ErrorCode.BAD_REQUEST, f"limit must be 1 to {cap}, not {limit}.", hint=f"Pass 1 to {cap}.")
+        raise VidError(
+            ErrorCode.BAD_REQUEST, f"limit must be 1 to {cap}, not {limit}.", hint=f"Pass 1 to {cap}."
+        )
     ref = resolve(runtime, source)
     if ref.kind == "video":
         if ref.list_id is None or ref.platform != "youtube":

@@ -92,7 +92,9 @@ class Runtime:
         await self.http.aclose()
 
 
-def make_http_client(settings: Settings, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+def make_http_client(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None = None
+) -> httpx.AsyncClient:
     """The one outbound client: proxy, timeouts and a user agent, set in one place."""
     return httpx.AsyncClient(
         proxy=settings.proxy,
@@ -176,7 +178,9 @@ def _add_local_sources(runtime: Runtime) -> None:
         pass
     else:
         local.append(TranscriptApiProvider.from_settings(settings))
-    local.append(YtDlpProvider.from_settings(settings, platforms=("web",) if replaying else ("web", "youtube")))
+    local.append(
+        YtDlpProvider.from_settings(settings, platforms=("web",) if replaying else ("web", "youtube"))
+    )
     local.append(LocalFileProvider.from_settings(settings))
     runtime.sources.extend(local)
 

@@ -56,7 +56,11 @@ class SingleFlight(Generic[T]):
             # Every waiter gets its own copy: one exception object raised in many tasks would
             # grow a traceback that mixes their stacks.
             raise VidError(
-                error.code, error.message, hint=error.hint, attempts=error.attempts, retry_after=error.retry_after
+                error.code,
+                error.message,
+                hint=error.hint,
+                attempts=error.attempts,
+                retry_after=error.retry_after,
             ) from None
         return result
 

@@ -72,10 +72,7 @@ class SiteReader(Protocol):
 def is_app_path(path: str) -> bool:
     """True for what the API app serves: ``/api/*``, ``/mcp`` (and ``/mcp/server-card``) and
     ``/.well-known/*``; everything else is the site."""
-    return (
-        path in ("/api", "/mcp")
-        or path.startswith(("/api/", "/mcp/", "/.well-known/"))
-    )
+    return path in ("/api", "/mcp") or path.startswith(("/api/", "/mcp/", "/.well-known/"))
 
 
 def _ranges(accept: str) -> list[tuple[str, str, float]]:
@@ -197,9 +194,13 @@ class SiteApp:
             return
         method = scope.get("method", "GET")
         if method not in ("GET", "HEAD"):
-            await _send(send, 405, b"Method not allowed: the site answers GET and HEAD.\n",
-                        [(b"allow", b"GET, HEAD"), (b"content-type", b"text/plain; charset=utf-8")],
-                        head=False)
+            await _send(
+                send,
+                405,
+                b"Method not allowed: the site answers GET and HEAD.\n",
+                [(b"allow", b"GET, HEAD"), (b"content-type", b"text/plain; charset=utf-8")],
+                head=False,
+            )
             return
         accept = _header(scope, b"accept")
         status, path, body = await self._find(scope.get("path", "/"), prefers_markdown(accept))
@@ -241,7 +242,9 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return b", ".join(values).decode("latin-1") if values else None
 
 
-async def _send(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]], *, head: bool) -> None:
+async def _send(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]], *, head: bool
+) -> None:
     headers = [*headers, (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": b"" if head else body})

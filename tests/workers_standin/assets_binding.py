@@ -27,7 +27,8 @@ class AssetsBinding:
         self.root = root.resolve()
         ignore = root / ".assetsignore"
         self._ignored = [
-            line.strip() for line in (ignore.read_text().splitlines() if ignore.is_file() else [])
+            line.strip()
+            for line in (ignore.read_text().splitlines() if ignore.is_file() else [])
             if line.strip() and not line.startswith("#")
         ]
         self.requests: list[str] = []

@@ -62,7 +62,10 @@ def health(request: Request) -> HealthResponse:
         version=__version__,
         runtime=runtime.name,
         storage=runtime.storage.id,
-        formats=[HealthFormat(id=f.id, description=f.description, mime_type=f.mime_type) for f in FORMATTERS.values()],
+        formats=[
+            HealthFormat(id=f.id, description=f.description, mime_type=f.mime_type)
+            for f in FORMATTERS.values()
+        ],
         providers=[
             *(HealthProvider(id=p.id, kind="source", name=p.name, enabled=True) for p in runtime.sources),
             *stt_providers(runtime),
@@ -75,7 +78,8 @@ def stt_providers(runtime: Runtime) -> list[HealthProvider]:
     groups: dict[str, HealthProvider] = {}
     for rung in runtime.stt:
         entry = groups.setdefault(
-            rung.provider, HealthProvider(id=rung.provider, kind="stt", name=rung.name, enabled=False, rungs=[])
+            rung.provider,
+            HealthProvider(id=rung.provider, kind="stt", name=rung.name, enabled=False, rungs=[]),
         )
         entry.rungs.append(  # type: ignore[union-attr]
             HealthRung(

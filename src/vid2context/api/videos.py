@@ -90,8 +90,6 @@ def text_response(text: str, mime_type: str) -> Response[str]:
     return Response(text, media_type=mime_type, headers={"Content-Type": mime_type})
 
 
-
-
 @get(
     "/api/v1/context",
     response_headers=[

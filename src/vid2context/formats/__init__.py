@@ -68,7 +68,9 @@ def format_infos() -> list[FormatInfo]:
     return [format_info(formatter) for formatter in FORMATTERS.values()]
 
 
-def render_view(context: VideoContext, formatter: Formatter, options: RenderOptions, section_line: str = "") -> str:
+def render_view(
+    context: VideoContext, formatter: Formatter, options: RenderOptions, section_line: str = ""
+) -> str:
     """What a reader gets for one video: ``text`` carries the header (and a section's line) above
     the body, so the agent always knows the source; other formats are the formatter's output.
 

@@ -54,7 +54,9 @@ _HOSTILE = re.compile(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
 # with any cue the regex does not account for (attributes in another order, CDATA, comments,
 # a truncated body) goes to the strict ElementTree path instead, so speed never costs accuracy.
 _CLASSIC_CUE = re.compile(r'<text start="([0-9.]+)"(?: dur="([0-9.]+)")?\s*(?:/>|>([^<]*)</text>)')
-_SRV3_CUE = re.compile(r'<p t="([0-9]+)"(?: d="([0-9]+)")?(?: [a-zA-Z]+="[^"]*")*\s*(?:/>|>(.*?)</p>)', re.DOTALL)
+_SRV3_CUE = re.compile(
+    r'<p t="([0-9]+)"(?: d="([0-9]+)")?(?: [a-zA-Z]+="[^"]*")*\s*(?:/>|>(.*?)</p>)', re.DOTALL
+)
 _CLOSED_ROOT = re.compile(r"</(?:transcript|timedtext)>\s*$")
 # Cue texts are cleaned in one batch joined by NUL, which a caption file cannot contain (XML
 # forbids it; the fast path refuses documents that have one); tags never span the separator.
@@ -63,8 +65,15 @@ _BATCH_TAG = re.compile(r"<[^>\x00]*>")
 # Caption files use the five XML entities almost exclusively; decoding those with str.replace is
 # an order of magnitude faster than html.unescape's per-entity callback. Anything else falls back.
 _OTHER_ENTITY = re.compile(r"&(?!(?:lt|gt|quot|apos|amp|#39|#x27);)")
-_XML_ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"), ("&#39;", "'"), ("&#x27;", "'"),
-                 ("&amp;", "&"))
+_XML_ENTITIES = (
+    ("&lt;", "<"),
+    ("&gt;", ">"),
+    ("&quot;", '"'),
+    ("&apos;", "'"),
+    ("&#39;", "'"),
+    ("&#x27;", "'"),
+    ("&amp;", "&"),
+)
 
 
 def _unescape_once(text: str) -> str:
@@ -112,7 +121,9 @@ def _clean_many(raws: list[str], *, escaped: bool) -> list[str]:
     return [text.strip() for text in joined.split(_SEP)]
 
 
-def _segments(starts: list[float], durations: list[float], raws: list[str], *, escaped: bool) -> list[Segment]:
+def _segments(
+    starts: list[float], durations: list[float], raws: list[str], *, escaped: bool
+) -> list[Segment]:
     """Segments from parallel lists, dropping empty cues and impossible times."""
     segments: list[Segment] = []
     append = segments.append
@@ -171,7 +182,9 @@ def parse_json3(data: str | bytes | Mapping[str, Any], *, source: str = "the vid
         else:
             starts = [round(e.tStartMs / 1000.0, 3) for e in events if e.segs is not None]
             durations = [e.dDurationMs / 1000.0 for e in events if e.segs is not None]
-            raws = ["".join(seg.utf8 for seg in e.segs).replace(_SEP, "") for e in events if e.segs is not None]
+            raws = [
+                "".join(seg.utf8 for seg in e.segs).replace(_SEP, "") for e in events if e.segs is not None
+            ]
             return _segments(starts, durations, raws, escaped=False)
         data = json.loads(data)
     return _parse_json3_leniently(data, source)

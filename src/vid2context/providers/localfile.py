@@ -145,7 +145,9 @@ def resolve_local_path(native: str, roots: Sequence[str]) -> Path:
                 hint=ROOTS_HINT,
             )
         raise VidError(
-            ErrorCode.UNSUPPORTED_INPUT, f"{shown} is outside the folders vid2context may read.", hint=ROOTS_HINT
+            ErrorCode.UNSUPPORTED_INPUT,
+            f"{shown} is outside the folders vid2context may read.",
+            hint=ROOTS_HINT,
         )
     try:
         info = os.stat(real)
@@ -157,17 +159,23 @@ def resolve_local_path(native: str, roots: Sequence[str]) -> Path:
         ) from None
     except NotADirectoryError:
         raise VidError(
-            ErrorCode.NOT_FOUND, f"There is no file at {shown}: part of the path is a file.", hint="Check the path."
+            ErrorCode.NOT_FOUND,
+            f"There is no file at {shown}: part of the path is a file.",
+            hint="Check the path.",
         ) from None
     except PermissionError:
         raise _unreadable(shown) from None
     except OSError as exc:  # a link loop, a name too long
         raise VidError(
-            ErrorCode.BAD_REQUEST, f"{shown} cannot be opened ({exc.strerror or 'error'}).", hint="Check the path."
+            ErrorCode.BAD_REQUEST,
+            f"{shown} cannot be opened ({exc.strerror or 'error'}).",
+            hint="Check the path.",
         ) from None
     if stat.S_ISDIR(info.st_mode):
         raise VidError(
-            ErrorCode.BAD_REQUEST, f"{shown} is a folder, not a file.", hint="Give the path of a video or audio file."
+            ErrorCode.BAD_REQUEST,
+            f"{shown} is a folder, not a file.",
+            hint="Give the path of a video or audio file.",
         )
     if not stat.S_ISREG(info.st_mode):
         raise VidError(
@@ -182,10 +190,14 @@ def resolve_local_path(native: str, roots: Sequence[str]) -> Path:
         raise _unreadable(shown) from None
     except OSError as exc:
         raise VidError(
-            ErrorCode.BAD_REQUEST, f"{shown} cannot be opened ({exc.strerror or 'error'}).", hint="Check the file."
+            ErrorCode.BAD_REQUEST,
+            f"{shown} cannot be opened ({exc.strerror or 'error'}).",
+            hint="Check the file.",
         ) from None
     if info.st_size == 0:
-        raise VidError(ErrorCode.BAD_REQUEST, f"{shown} is empty (0 bytes).", hint="Give a media file with content.")
+        raise VidError(
+            ErrorCode.BAD_REQUEST, f"{shown} is empty (0 bytes).", hint="Give a media file with content."
+        )
     return Path(real)
 
 
@@ -250,7 +262,9 @@ class Probe:
         return _float(self.format.get("duration"))
 
 
-async def probe(path: str | os.PathLike[str], ctx: Ctx, *, ffprobe: str = "ffprobe", shown: str | None = None) -> Probe:
+async def probe(
+    path: str | os.PathLike[str], ctx: Ctx, *, ffprobe: str = "ffprobe", shown: str | None = None
+) -> Probe:
     """ffprobe's reading of a trusted path (resolve it with ``resolve_local_path`` first).
 
     Raises ``unsupported-input`` when ffprobe cannot read the file as media.
@@ -316,7 +330,8 @@ async def extract_audio(
     probed = await probe(source, ctx, ffprobe=ffprobe, shown=shown)
     if not probed.of_type("audio"):
         raise VidError(
-            ErrorCode.NO_TRANSCRIPT, f"{shown} has no audio track, so there is no speech to transcribe.",
+            ErrorCode.NO_TRANSCRIPT,
+            f"{shown} has no audio track, so there is no speech to transcribe.",
             hint="Give a file with sound.",
         )
     folder = Path(dest_dir) if dest_dir is not None else Path(tempfile.mkdtemp(prefix="vid2context-audio-"))
@@ -328,7 +343,9 @@ async def extract_audio(
         "-ac", "1", "-ar", str(SAMPLE_RATE), *AUDIO_FORMATS[fmt], f"file:{out}",
     ]  # fmt: skip
     ctx.progress("audio", None, f"extracting {fmt} audio")
-    done = await run_program(argv, ctx, timeout=timeout, what="ffmpeg", missing_hint=_tool_missing_hint("ffmpeg"))
+    done = await run_program(
+        argv, ctx, timeout=timeout, what="ffmpeg", missing_hint=_tool_missing_hint("ffmpeg")
+    )
     if done.returncode != 0:
         out.unlink(missing_ok=True)
         said = next((line for line in done.stderr.splitlines() if line.strip()), "failed")[:160]
@@ -479,7 +496,9 @@ class LocalFileProvider:
         return [ref]
 
     async def comments(self, ref: VideoRef, ctx: Ctx, *, limit: int) -> list[Comment]:
-        raise VidError(ErrorCode.NO_PROVIDER, "Local files have no comments.", hint="Comments come from video sites.")
+        raise VidError(
+            ErrorCode.NO_PROVIDER, "Local files have no comments.", hint="Comments come from video sites."
+        )
 
     # -- audio, for speech-to-text --
 
@@ -499,7 +518,8 @@ class LocalFileProvider:
         duration = _float(streams[0].get("duration")) or probed.duration
         if duration is not None and duration == 0:
             raise VidError(
-                ErrorCode.NO_TRANSCRIPT, f"The audio of {_shown(ref.native_id)} is empty (zero length).",
+                ErrorCode.NO_TRANSCRIPT,
+                f"The audio of {_shown(ref.native_id)} is empty (zero length).",
                 hint="There is nothing to transcribe.",
             )
         return AudioInput.from_path(str(path), mime=media_mime(path), duration_sec=duration)
@@ -510,7 +530,9 @@ class LocalFileProvider:
         """Mono 16 kHz speech audio of the file as a new file (see ``extract_audio``); the caller
         removes it."""
         path = self.resolve(ref)
-        return await extract_audio(path, ctx, fmt=fmt, dest_dir=dest_dir, ffmpeg=self._ffmpeg, ffprobe=self._ffprobe)
+        return await extract_audio(
+            path, ctx, fmt=fmt, dest_dir=dest_dir, ffmpeg=self._ffmpeg, ffprobe=self._ffprobe
+        )
 
     # -- helpers --
 
@@ -556,7 +578,9 @@ class LocalFileProvider:
     def _tracks(self, path: Path, probed: Probe) -> list[tuple[CaptionTrack, _Source]]:
         tracks = self._sidecars(path)
         for stream in probed.of_type("subtitle"):
-            if stream.get("codec_name") not in _TEXT_SUBTITLE_CODECS or not isinstance(stream.get("index"), int):
+            if stream.get("codec_name") not in _TEXT_SUBTITLE_CODECS or not isinstance(
+                stream.get("index"), int
+            ):
                 continue
             tags = stream.get("tags")
             language = _language(_tag(tags, "language"))

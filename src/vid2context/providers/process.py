@@ -89,14 +89,20 @@ async def run_program(
             env=env,
         )
     except (FileNotFoundError, NotADirectoryError):
-        raise VidError(ErrorCode.NO_PROVIDER, f"{what} is not installed (or not on PATH).", hint=missing_hint) from None
+        raise VidError(
+            ErrorCode.NO_PROVIDER, f"{what} is not installed (or not on PATH).", hint=missing_hint
+        ) from None
     except PermissionError:
         raise VidError(
-            ErrorCode.NO_PROVIDER, f"{what} was found but cannot be run (permission denied).", hint=missing_hint
+            ErrorCode.NO_PROVIDER,
+            f"{what} was found but cannot be run (permission denied).",
+            hint=missing_hint,
         ) from None
     except OSError as exc:  # an exec format error: a file that is not a program
         raise VidError(
-            ErrorCode.NO_PROVIDER, f"{what} cannot be run ({exc.strerror or type(exc).__name__}).", hint=missing_hint
+            ErrorCode.NO_PROVIDER,
+            f"{what} cannot be run ({exc.strerror or type(exc).__name__}).",
+            hint=missing_hint,
         ) from None
     work = asyncio.ensure_future(process.communicate())
     loop = asyncio.get_running_loop()
@@ -108,11 +114,15 @@ async def run_program(
             remaining = ctx.remaining
             if left <= 0 or ctx.aborted or remaining == 0:
                 break
-            await asyncio.wait({work}, timeout=min(_POLL_S, left, remaining if remaining is not None else left))
+            await asyncio.wait(
+                {work}, timeout=min(_POLL_S, left, remaining if remaining is not None else left)
+            )
         if work.done():
             stdout, stderr = work.result()
             finished = True
-            return Completed(process.returncode or 0, stdout, stderr[-_STDERR_KEEP:].decode("utf-8", "replace"))
+            return Completed(
+                process.returncode or 0, stdout, stderr[-_STDERR_KEEP:].decode("utf-8", "replace")
+            )
     finally:
         if not finished:
             await asyncio.shield(_stop(process, work))

@@ -71,7 +71,9 @@ def transcript_api_error(exc: BaseException, video_id: str) -> VidError:
         return VidError(ErrorCode.NO_TRANSCRIPT, f"Video {video_id} has no captions.", hint=HINT_STT)
     if isinstance(exc, (e.NotTranslatable, e.TranslationLanguageNotAvailable)):
         return VidError(
-            ErrorCode.NO_TRANSCRIPT, f"YouTube cannot translate the captions of video {video_id}.", hint=HINT_STT
+            ErrorCode.NO_TRANSCRIPT,
+            f"YouTube cannot translate the captions of video {video_id}.",
+            hint=HINT_STT,
         )
     if isinstance(exc, (e.VideoUnavailable, e.InvalidVideoId)):
         return VidError(
@@ -121,7 +123,9 @@ def transcript_api_error(exc: BaseException, video_id: str) -> VidError:
         code = getattr(status, "status_code", None)
         return VidError(
             ErrorCode.UPSTREAM,
-            f"YouTube answered HTTP {code} ({subject})." if code else f"A request to YouTube failed ({subject}).",
+            f"YouTube answered HTTP {code} ({subject})."
+            if code
+            else f"A request to YouTube failed ({subject}).",
             hint="Retry later; if it persists, another rung (InnerTube, yt-dlp) may still read it.",
         )
     if isinstance(exc, requests.Timeout):
@@ -172,7 +176,9 @@ class _Session(requests.Session):
         if self._origin != YOUTUBE_ORIGIN and text.startswith(YOUTUBE_ORIGIN + "/"):
             text = self._origin + text[len(YOUTUBE_ORIGIN) :]
         remaining = self._ctx.remaining
-        kwargs.setdefault("timeout", self._timeout if remaining is None else max(0.1, min(self._timeout, remaining)))
+        kwargs.setdefault(
+            "timeout", self._timeout if remaining is None else max(0.1, min(self._timeout, remaining))
+        )
         return super().request(method, text, *args, **kwargs)
 
 
@@ -197,7 +203,9 @@ class TranscriptApiProvider:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TranscriptApiProvider:
-        return cls(origin=settings.youtube_origin, proxy=settings.proxy, timeout_s=settings.http_timeout_s or 30)
+        return cls(
+            origin=settings.youtube_origin, proxy=settings.proxy, timeout_s=settings.http_timeout_s or 30
+        )
 
     def accepts(self, ref: VideoRef) -> bool:
         return ref.platform == "youtube" and ref.kind == "video"

@@ -94,7 +94,13 @@ _SMUGGLE = "__youtubedl_smuggle"
 _CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@:]+(?::[^\s/@]*)?@")
 _VERSION = re.compile(r"(\d{4})\.(\d{1,2})\.(\d{1,2})")
 _ERROR_LINE = re.compile(r"^ERROR:\s*(?:\[[^\]]*\]\s*)?(?:[^\s:]{1,64}:\s+)?(.*)$", re.MULTILINE)
-_TRAILERS = (" Use --cookies", " See  https://", " See https://", "; please report this issue", " Confirm you are on")
+_TRAILERS = (
+    " Use --cookies",
+    " See  https://",
+    " See https://",
+    "; please report this issue",
+    " Confirm you are on",
+)
 
 
 def parse_version(text: str) -> tuple[int, int, int] | None:
@@ -149,20 +155,31 @@ def ytdlp_error(stderr: str, subject: str, *, secrets: Sequence[str] = ()) -> Vi
             f"The site asks to sign in to prove this is not a bot ({subject})",
             f"Update yt-dlp, {cookies}, or set VID2CONTEXT_PROXY to a residential proxy.",
         )
-    if any(k in plain for k in ("confirm your age", "age-restricted", "age restricted", "inappropriate for some")):
+    if any(
+        k in plain for k in ("confirm your age", "age-restricted", "age restricted", "inappropriate for some")
+    ):
         return error(ErrorCode.UNAVAILABLE, f"{subject} is age-restricted", f"To read it, {cookies}.")
     if "private video" in plain or "video is private" in plain or "is private" in plain:
         return error(
-            ErrorCode.UNAVAILABLE, f"{subject} is private", f"Only accounts it is shared with can see it; {cookies}."
+            ErrorCode.UNAVAILABLE,
+            f"{subject} is private",
+            f"Only accounts it is shared with can see it; {cookies}.",
         )
-    if any(k in plain for k in ("your country", "geo restrict", "geo-restrict", "your location", "your region")):
+    if any(
+        k in plain for k in ("your country", "geo restrict", "geo-restrict", "your location", "your region")
+    ):
         return error(
             ErrorCode.UNAVAILABLE,
             f"{subject} is not available from this location",
             "Set VID2CONTEXT_PROXY to a proxy in a country where the video is available.",
         )
-    if any(k in plain for k in ("members-only", "members only", "join this channel", "requires payment", "premium")):
-        return error(ErrorCode.UNAVAILABLE, f"{subject} is for members or subscribers only", f"With access, {cookies}.")
+    if any(
+        k in plain
+        for k in ("members-only", "members only", "join this channel", "requires payment", "premium")
+    ):
+        return error(
+            ErrorCode.UNAVAILABLE, f"{subject} is for members or subscribers only", f"With access, {cookies}."
+        )
     if "429" in plain or "too many requests" in plain:
         return error(
             ErrorCode.RATE_LIMITED,
@@ -201,7 +218,9 @@ def ytdlp_error(stderr: str, subject: str, *, secrets: Sequence[str] = ()) -> Vi
         )
     if any(k in plain for k in ("live event will begin", "premieres in", "is offline", "not started")):
         return error(
-            ErrorCode.UNAVAILABLE, f"{subject} has not started yet", "Retry once it is available as a recording."
+            ErrorCode.UNAVAILABLE,
+            f"{subject} has not started yet",
+            "Retry once it is available as a recording.",
         )
     if "drm" in plain:
         return error(ErrorCode.UNAVAILABLE, f"{subject} is DRM-protected", "Protected videos cannot be read.")
@@ -232,7 +251,12 @@ def _str(value: Any) -> str | None:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+    ):
         return None
     return float(value)
 
@@ -307,7 +331,9 @@ def _metadata(ref: VideoRef, info: dict[str, Any]) -> VideoMetadata:
         view_count=views if isinstance(views, int) and not isinstance(views, bool) else None,
         language=_str(info.get("language")),
         is_live=bool(info.get("is_live")) or info.get("live_status") == "is_live",
-        chapters=[] if _is_playlist(info) else choose_chapters(
+        chapters=[]
+        if _is_playlist(info)
+        else choose_chapters(
             creator_markers=_markers(info), description=description, duration_sec=duration or None
         ),
     )
@@ -400,7 +426,9 @@ class YtDlpProvider:
         self._audio_dirs: set[str] = set()
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, platforms: Sequence[str] = ("web", "youtube")) -> YtDlpProvider:
+    def from_settings(
+        cls, settings: Settings, *, platforms: Sequence[str] = ("web", "youtube")
+    ) -> YtDlpProvider:
         try:
             extra = shlex.split(settings.ytdlp_args or "")
         except ValueError as exc:
@@ -474,9 +502,15 @@ class YtDlpProvider:
         if limit == 0:
             return []
         url = self._url(ref)
-        if ref.platform == "youtube" and ref.kind == "channel" and not re.search(r"/(videos|streams|shorts)$", url):
+        if (
+            ref.platform == "youtube"
+            and ref.kind == "channel"
+            and not re.search(r"/(videos|streams|shorts)$", url)
+        ):
             url += "/videos"  # a channel's home page lists tabs, not videos
-        info = self._json(await self._run(["--flat-playlist", "-J", "--playlist-end", str(limit)], url, ctx, ref))
+        info = self._json(
+            await self._run(["--flat-playlist", "-J", "--playlist-end", str(limit)], url, ctx, ref)
+        )
         if not _is_playlist(info):
             return [ref]
         local_ok = url.lower().startswith("file:")
@@ -547,7 +581,9 @@ class YtDlpProvider:
             self._audio_dirs.discard(folder)
             await asyncio.to_thread(shutil.rmtree, folder, True)
 
-    async def download_audio(self, ref: VideoRef, ctx: Ctx, *, dest_dir: str | os.PathLike[str] | None = None) -> Path:
+    async def download_audio(
+        self, ref: VideoRef, ctx: Ctx, *, dest_dir: str | os.PathLike[str] | None = None
+    ) -> Path:
         """The video's smallest audio (no video track) as a file, as the site serves it (m4a, webm...).
 
         Written into ``dest_dir``, or a new temporary folder when none is given; the file is the
@@ -555,7 +591,9 @@ class YtDlpProvider:
         ``ctx`` already ran it. Speech-to-text may want ``localfile.extract_audio`` next, for mono
         16 kHz audio of a known size.
         """
-        folder = Path(dest_dir) if dest_dir is not None else Path(tempfile.mkdtemp(prefix="vid2context-audio-"))
+        folder = (
+            Path(dest_dir) if dest_dir is not None else Path(tempfile.mkdtemp(prefix="vid2context-audio-"))
+        )
         folder.mkdir(parents=True, exist_ok=True)
         args = [
             "-f", AUDIO_FORMAT, "--no-playlist", "--no-part", "--no-mtime", "--ignore-no-formats-error",
@@ -568,12 +606,16 @@ class YtDlpProvider:
             info_file = folder / "info.json"
             info_file.write_bytes(cached[1])
             try:
-                done = await self._run([*args, "--load-info-json", str(info_file)], None, ctx, ref, timeout=timeout)
+                done = await self._run(
+                    [*args, "--load-info-json", str(info_file)], None, ctx, ref, timeout=timeout
+                )
             finally:
                 info_file.unlink(missing_ok=True)
         else:
             done = await self._run(args, self._url(ref), ctx, ref, timeout=timeout)
-        printed = [line.strip() for line in done.stdout.decode("utf-8", "replace").splitlines() if line.strip()]
+        printed = [
+            line.strip() for line in done.stdout.decode("utf-8", "replace").splitlines() if line.strip()
+        ]
         path = Path(printed[-1]) if printed else None
         if path is None or not path.is_file():
             files = sorted(p for p in folder.glob("audio.*") if p.is_file())
@@ -619,7 +661,12 @@ class YtDlpProvider:
         if self._ready:
             return
         done = await run_program(
-            [self.binary, "--version"], ctx, timeout=30, what="yt-dlp", missing_hint=INSTALL_HINT, env=self._env()
+            [self.binary, "--version"],
+            ctx,
+            timeout=30,
+            what="yt-dlp",
+            missing_hint=INSTALL_HINT,
+            env=self._env(),
         )
         version = parse_version(done.stdout.decode("utf-8", "replace"))
         if done.returncode != 0 or version is None:

@@ -135,8 +135,9 @@ class Blob(msgspec.Struct, frozen=True):
 
 @runtime_checkable
 class BlobStore(Protocol):
-    async def put_blob(self, key: str, data: bytes, *, content_type: str = "application/octet-stream") -> None:
-        ...
+    async def put_blob(
+        self, key: str, data: bytes, *, content_type: str = "application/octet-stream"
+    ) -> None: ...
 
     async def get_blob(self, key: str) -> Blob | None:
         """The bytes and content type, or ``None`` when missing."""

@@ -29,8 +29,15 @@ class _Chunk:
 class Request:
     """An incoming request: ``url``, ``method``, ``headers`` (pairs), ``body`` (chunks or None)."""
 
-    def __init__(self, url: str, *, method: str = "GET", headers: Iterable[tuple[str, str]] = (),
-                 body: bytes | None = None, chunk_size: int = 64 * 1024) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        headers: Iterable[tuple[str, str]] = (),
+        body: bytes | None = None,
+        chunk_size: int = 64 * 1024,
+    ) -> None:
         self.url = url
         self.method = method
         self._headers = list(headers)
@@ -49,7 +56,7 @@ class Request:
 
     async def _chunks(self) -> AsyncIterator[_Chunk]:
         for start in range(0, len(self._raw or b""), self._chunk_size):
-            yield _Chunk((self._raw or b"")[start:start + self._chunk_size])
+            yield _Chunk((self._raw or b"")[start : start + self._chunk_size])
 
 
 class _Headers:
