@@ -1,7 +1,7 @@
 # vid2context: `make run` starts the local server, `make test` sets up and runs every test.
 #
-# Everything Python is installed from uv.lock (`uv sync --frozen`): the same versions on every machine
-# and in CI. uv itself is pinned below and installed into .tools/ with the machine's own Python;
+# Everything Python is installed from uv.lock: the same versions on every machine and in CI.
+# `--locked` also fails when pyproject.toml changed without `make lock`. uv itself is pinned below and installed into .tools/ with the machine's own Python;
 # it never downloads a Python of its own (UV_PYTHON_DOWNLOADS=never).
 PYTHON     ?= python3
 UV_VERSION := 0.13.9
@@ -25,11 +25,11 @@ $(UV):
 # runtime alone, without removing what `make test` added (--inexact); `make test` installs exactly
 # the lock's local and dev sets.
 $(VENV)/.local-stamp: uv.lock pyproject.toml | $(UV)
-	$(UV) sync --frozen --inexact --extra local --python $(PYTHON)
+	$(UV) sync --locked --inexact --extra local --python $(PYTHON)
 	touch $@
 
 $(VENV)/.dev-stamp: uv.lock pyproject.toml | $(UV)
-	$(UV) sync --frozen --extra local --extra dev --python $(PYTHON)
+	$(UV) sync --locked --extra local --extra dev --python $(PYTHON)
 	touch $@
 
 venv-local: $(VENV)/.local-stamp
@@ -70,9 +70,16 @@ bench: venv-dev $(MINIFLARE)
 site: venv-dev
 	$(PY) scripts/build_site.py
 
-## lock: re-resolve every dependency to its newest allowed release (uv.lock), then `make test`
+## lock: re-resolve every dependency to its newest allowed release (uv.lock, worker/constraints.txt)
 lock: | $(UV)
 	$(UV) lock --upgrade
+	$(MAKE) venv-dev
+	$(PY) scripts/worker_deps.py
+
+## deploy: the Worker to Cloudflare (site/deploy-cloudflare.md), its dependencies at uv.lock's versions
+deploy: venv-dev
+	PATH="$(abspath $(TOOLS)/bin):$$PATH" UV_CONSTRAINT="$(abspath worker/constraints.txt)" \
+		$(UV) run --locked --group deploy pywrangler deploy
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .pytest_cache bench/results

@@ -19,8 +19,8 @@
 (c) ``bundle``: ``wrangler deploy --dry-run`` (tests/miniflare's pinned wrangler, offline) on a
     copy of the project whose ``python_modules/`` holds the Worker's dependency closure, with and
     without wrangler.toml's ``[python_modules] exclude``; the biggest packages of each. The closure
-    is resolved with Pyodide's environment markers from ``[project].dependencies`` and copied from
-    this virtualenv: CPython wheels stand in for the Pyodide builds ``pywrangler`` vendors (the
+    is ``[project].dependencies`` under Pyodide's environment markers at the versions in uv.lock
+    (``scripts/worker_deps.py``, what ``make deploy`` pins), copied from this virtualenv: CPython wheels stand in for the Pyodide builds ``pywrangler`` vendors (the
     pure-Python files are the same; compiled extensions differ in size). ``pyodide_wheels`` then
     swaps in the ``pyemscripten_2026_0_wasm32`` wheels PyPI has for the compiled packages (fetched
     with ``pip download``, cached under ``bench/results/pyodide-wheels``) for a more faithful figure.
@@ -55,8 +55,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from scripts.worker_deps import locked_closure
 
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER = Path(__file__).resolve().with_name("worker_driver.py")
@@ -67,17 +67,6 @@ WHEEL_CACHE = Path(__file__).resolve().parent / "results" / "pyodide-wheels"
 LIMIT_BYTES = 10 * 1024 * 1024
 """Cloudflare's Worker size limit on a paid plan, after gzip (3 MiB on the free plan)."""
 
-# The environment pywrangler resolves [project].dependencies in: Python 3.14 on Pyodide.
-PYODIDE_MARKERS = {
-    "sys_platform": "emscripten",
-    "platform_system": "Emscripten",
-    "platform_machine": "wasm32",
-    "os_name": "posix",
-    "python_version": "3.14",
-    "python_full_version": "3.14.0",
-    "implementation_name": "cpython",
-    "platform_python_implementation": "CPython",
-}
 PYODIDE_PLATFORM = "pyemscripten_2026_0_wasm32"
 # Exclude globs that name files, not modules (no import can reach them).
 FILE_GLOBS = frozenset({"**/*.pyc", "**/*.pyi"})
@@ -105,39 +94,25 @@ PRELOAD = [
 # --- the dependency closure ---------------------------------------------------------------------
 
 
-def worker_requirements(root: Path = ROOT) -> list[str]:
-    """``[project].dependencies``: what pywrangler vendors (nothing local-only is there)."""
-    with (root / "pyproject.toml").open("rb") as handle:
-        return list(tomllib.load(handle)["project"]["dependencies"])
+def dependency_closure(lock: Path = ROOT / "uv.lock") -> tuple[list[metadata.Distribution], list[str]]:
+    """The installed distributions of the Worker's locked closure (``scripts/worker_deps.py``), and the
+    names this virtualenv lacks (Pyodide-only ones such as httpx2-jsfetch).
 
-
-def dependency_closure(
-    requirements: list[str], markers: dict[str, str] = PYODIDE_MARKERS
-) -> tuple[list[metadata.Distribution], list[str]]:
-    """The installed distributions ``requirements`` need under ``markers``, and those not installed."""
-    found: dict[str, tuple[metadata.Distribution, frozenset[str]]] = {}
-    missing: set[str] = set()
-    stack = [Requirement(text) for text in requirements]
-    while stack:
-        requirement = stack.pop()
-        name = canonicalize_name(requirement.name)
-        extras = frozenset(requirement.extras)
-        if name in found and extras <= found[name][1]:
-            continue
+    Raises when an installed version differs from the lock: the upload would not be what deploys.
+    """
+    found, missing = [], []
+    for name, version in locked_closure(lock).items():
         try:
             distribution = metadata.distribution(name)
         except metadata.PackageNotFoundError:
-            missing.add(name)
+            missing.append(name)
             continue
-        extras |= found[name][1] if name in found else frozenset()
-        found[name] = (distribution, extras)
-        for text in distribution.requires or []:
-            dependency = Requirement(text)
-            if dependency.marker is None or any(
-                dependency.marker.evaluate({**markers, "extra": extra}) for extra in (extras or {""})
-            ):
-                stack.append(dependency)
-    return [found[name][0] for name in sorted(found)], sorted(missing)
+        if distribution.version != version:
+            raise RuntimeError(
+                f"{name} {distribution.version} is installed, uv.lock has {version}: run make venv-dev"
+            )
+        found.append(distribution)
+    return found, missing
 
 
 def distribution_files(distribution: metadata.Distribution) -> list[str]:
@@ -319,7 +294,7 @@ def build_upload(
     project = copy_project(workdir / "project")
     if not excludes:
         without_excludes(project / "wrangler.toml")
-    distributions, missing = dependency_closure(worker_requirements(project))
+    distributions, missing = dependency_closure(project / "uv.lock")
     modules = project / "python_modules"
     owned = fill_python_modules(
         modules, [d for d in distributions if canonicalize_name(d.metadata["Name"]) not in (wheels or {})]
@@ -620,7 +595,7 @@ def _upload_summary(upload: dict[str, Any]) -> dict[str, Any]:
 def fetch_pyodide_wheels() -> tuple[dict[str, Path], dict[str, str]]:
     """Pyodide wheels from PyPI for the uploaded compiled packages and for what is not installed
     here (``pip download --platform``; network). Returns the wheels found and what each try said."""
-    distributions, missing = dependency_closure(worker_requirements())
+    distributions, missing = dependency_closure()
     excluded = refused_modules(exclude_globs())
     wanted: dict[str, str] = {name: name for name in missing}
     for distribution in distributions:

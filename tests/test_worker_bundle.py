@@ -17,7 +17,8 @@
 - Size: wrangler's own ``Total Upload ... / gzip ...`` is under the 10 MiB limit of a paid plan.
 
 ``python_modules/`` is filled with the closure of ``[project].dependencies`` under Pyodide's
-environment markers, copied from this virtualenv: the CPython wheels stand in for the Pyodide
+environment markers at the versions in uv.lock (``scripts/worker_deps.py``; ``make deploy`` pins
+the same set), copied from this virtualenv: the CPython wheels stand in for the Pyodide
 builds ``pywrangler`` vendors (same Python files; compiled extensions differ in size, see
 ``bench/bench_worker.py`` for the figure with the Pyodide wheels PyPI has). Nothing here touches
 the network. The helpers and the driver live in ``bench/`` because the benchmark times the same runs.
@@ -42,7 +43,6 @@ from bench.bench_worker import (
     exclude_globs,
     refused_modules,
     run_driver,
-    worker_requirements,
     wrangler_glob,
     write_site,
 )
@@ -88,7 +88,7 @@ def test_package_copy_holds_every_portable_module_and_no_local_one(tmp_path: Pat
 
 
 def test_every_exclude_glob_names_files_of_the_closure() -> None:
-    distributions, _ = dependency_closure(worker_requirements())
+    distributions, _ = dependency_closure()
     files = [f for d in distributions for f in distribution_files(d)]
     globs = exclude_globs()
     assert "**/*.pyc" in globs, "a table of our own replaces wrangler's default; keep it"
