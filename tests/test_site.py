@@ -347,9 +347,14 @@ def test_deploy_page_matches_wrangler_toml() -> None:
         "npx wrangler r2 bucket create vid2context",
         "npx wrangler d1 migrations apply vid2context --remote",
         "npx wrangler secret put VID2CONTEXT_API_KEYS",
-        "uv run pywrangler deploy",
+        "make deploy",
     ):
         assert command in page, command
+    # What the page says `make deploy` does is what the Makefile does.
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("\ndeploy:", 1)[1].split("\n\n", 1)[0]
+    assert "UV_CONSTRAINT" in recipe and "worker/constraints.txt" in recipe and "pywrangler deploy" in recipe
+    assert "worker/constraints.txt" in page and "UV_CONSTRAINT" in page
 
 
 # --- llms.txt, llms-full.txt and the HTML ----------------------------------------------------------------
