@@ -376,7 +376,8 @@ def _reassemble(contents: list[str], whole: str) -> None:
 async def test_pages_reassemble_exactly_and_stand_alone(
     client: Client, url: str, budget: int, extra: dict[str, Any], fmt: str
 ) -> None:
-    whole_text = text_of(await client.call_tool("get_transcript", {"url": url, "format": fmt, **extra}))
+    everything = {"url": url, "format": fmt, "maxTokens": 10_000_000, **extra}  # no default paging
+    whole_text = text_of(await client.call_tool("get_transcript", everything))
     (whole,) = unfence(whole_text)
     pages = await _pages(client, url, fmt, budget, **extra)
     if url != VIDEO:

@@ -27,6 +27,8 @@ class Setting(NamedTuple):
     kind: Kind
     default: str | int | bool | None
     help: str
+    bounds: tuple[int, int] | None = None
+    """For a whole number that 0 turns off: the range any other value must fall in."""
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -181,6 +183,16 @@ SETTINGS: tuple[Setting, ...] = (
         "Requests per minute per /mcp token (or per client IP when open); 0 turns limiting off.",
     ),
     Setting(
+        "VID2CONTEXT_MCP_MAX_TOKENS",
+        "mcp_max_tokens",
+        "int",
+        20_000,
+        "Page size, in tokens (about 4 characters each), of the MCP tools get_transcript, get_section "
+        "and export_context_pack when a call gives no maxTokens: a longer result comes in pages, each "
+        "saying how to ask for the next; 0 turns this default paging off. 100 to 10000000.",
+        bounds=(100, 10_000_000),
+    ),
+    Setting(
         "VID2CONTEXT_MCP_ALLOWED_HOSTS",
         "mcp_allowed_hosts",
         "str",
@@ -330,6 +342,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     keyless: bool = True
     mcp_tokens: str | None = None
     mcp_rate_limit: int = 120
+    mcp_max_tokens: int = 20_000
     mcp_allowed_hosts: str | None = None
     file_roots: str | None = None
     ytdlp: str | None = None
@@ -376,6 +389,9 @@ def _convert(setting: Setting, raw: str) -> object:
             raise _bad(setting, raw, "expected a whole number") from None
         if number < 0:
             raise _bad(setting, raw, "expected zero or more")
+        if setting.bounds and number and not setting.bounds[0] <= number <= setting.bounds[1]:
+            low, high = setting.bounds
+            raise _bad(setting, raw, f"expected 0 (off) or {low} to {high}")
         return number
     value = raw.strip()
     return value or setting.default

@@ -16,11 +16,18 @@ rendering of the page's segments: still complete (JSON pages parse), and the seg
 pages add up to the whole.
 
 Cursors are ``seg:N``, the index of the first segment of the next page; a cursor inside a unit
-starts at that unit, so no text is ever skipped.
+starts at that unit, so no text is ever skipped. Every page's closing marker names the exact call
+for the next page and states the page's size as ``estimate_tokens`` measures the whole result
+(``fit_reply``), so an agent can trust it when it budgets its context.
+
+Pages are cut when the caller gives ``maxTokens`` and, without it, at the server's page size
+(``VID2CONTEXT_MCP_MAX_TOKENS``, ``page_size``): clients cap a tool result (Claude Code at 25,000
+tokens) or cut it short, so a three-hour transcript (about 36k tokens) must not come in one piece.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
@@ -38,16 +45,23 @@ from ..formats.blocks import (
     plain_text,
     segments_of,
     split_by_starts,
+    transcript_tokens,
 )
 from ..models import Segment, VideoContext
+from ..runtime import Runtime
 from ..timecode import format_timestamp
 from ..tokens import estimate_tokens
+from .results import TextReply
 
 __all__ = [
     "CURSOR",
     "Page",
     "Pager",
+    "fit_reply",
+    "next_call",
+    "next_cursor",
     "page_marker",
+    "page_size",
     "page_tokens",
     "pager_for",
     "parse_cursor",
@@ -141,10 +155,56 @@ class Pager:
         return best
 
 
-def pager_for(context: VideoContext, formatter: Formatter, options: RenderOptions) -> Pager:
+def page_size(runtime: Runtime, max_tokens: int | None) -> int | None:
+    """The page size of a call: its ``maxTokens``, else the server's (``None``: no paging)."""
+    if max_tokens is not None:
+        return max_tokens
+    return runtime.settings.mcp_max_tokens or None
+
+
+_SHORT_CALL = 1500
+"""Longest arguments written out in a next-page instruction (a pack of many urls says "the same")."""
+
+
+def next_call(tool: str, args: dict[str, object], cursor: str) -> str:
+    """The call for the next page: ``get_transcript {"url": ..., "cursor": "seg:N"}``."""
+    written = json.dumps({**args, "cursor": cursor}, ensure_ascii=False)
+    if len(written) <= _SHORT_CALL:
+        return f"{tool} {written}"
+    return f'{tool} with the arguments of this call and "cursor": "{cursor}"'
+
+
+def fit_reply(
+    pager: Pager, first: int, size: int | None, reply_for: Callable[[Page, int], TextReply]
+) -> TextReply:
+    """The reply for the longest page from unit ``first`` whose whole reply (fences, our lines,
+    the marker) fits ``size`` tokens, or for the rest when ``size`` is ``None``.
+
+    ``reply_for(page, stated)`` builds the reply whose marker says it is about ``stated`` tokens;
+    the reply returned states its own estimate (to within a token: the figure is part of it).
+    """
+    if size is None:
+        page = pager.page(first, pager.units)
+    else:  # a figure of as many digits as the size: no stated figure can make a fitting page longer
+        page = pager.fit(first, lambda candidate: reply_for(candidate, size).tokens() <= size)
+    stated = 0
+    reply = reply_for(page, stated)
+    for _ in range(4):
+        actual = reply.tokens()
+        if actual == stated:
+            break
+        stated = actual
+        reply = reply_for(page, stated)
+    return reply
+
+
+def pager_for(
+    context: VideoContext, formatter: Formatter, options: RenderOptions, section_line: str = ""
+) -> Pager:
+    """The pager of ``render_whole(context, formatter, options, section_line)``."""
     segments = segments_of(context)
-    whole = render_whole(context, formatter, options)
-    found = _units(context, formatter, options, segments, whole)
+    whole = render_whole(context, formatter, options, section_line)
+    found = _units(context, formatter, options, segments, whole, section_line)
     if found is not None:
         starts, offsets = found
         preamble = whole[: offsets[0]] if offsets else whole
@@ -156,23 +216,27 @@ def pager_for(context: VideoContext, formatter: Formatter, options: RenderOption
             return preamble + whole[offsets[first] : end]
 
         return Pager(starts, len(segments), render)
-    return _per_segment(context, formatter, options, segments)
+    return _per_segment(context, formatter, options, segments, section_line)
 
 
 def _per_segment(
-    context: VideoContext, formatter: Formatter, options: RenderOptions, segments: list[Segment]
+    context: VideoContext,
+    formatter: Formatter,
+    options: RenderOptions,
+    segments: list[Segment],
+    section_line: str,
 ) -> Pager:
     """One unit per segment, each page rendered by the formatter from the page's segments."""
     transcript = context.transcript
 
     def render(first: int, last: int) -> str:
         if transcript is None or not segments:
-            return render_whole(context, formatter, options)
+            return render_whole(context, formatter, options, section_line)
         part = msgspec.structs.replace(
             context,
             transcript=msgspec.structs.replace(transcript, segments=segments[first:last]),
         )
-        return render_whole(part, formatter, options)
+        return render_whole(part, formatter, options, section_line)
 
     return Pager(list(range(len(segments))), len(segments), render)
 
@@ -181,20 +245,25 @@ def _per_segment(
 
 
 def _units(
-    context: VideoContext, formatter: Formatter, options: RenderOptions, segments: list[Segment], whole: str
+    context: VideoContext,
+    formatter: Formatter,
+    options: RenderOptions,
+    segments: list[Segment],
+    whole: str,
+    section_line: str = "",
 ) -> tuple[list[int], list[int]] | None:
     """``(first segment, offset in whole)`` of every unit, or ``None`` when they cannot be found."""
     worded = [i for i, seg in enumerate(segments) if clean_text(seg.text)]
     if not worded:
         return [], []
+    # text: the header, a newline, then (for a section) its line and a blank line
+    header = len(context_header(context)) + 1 + (len(section_line) + 2 if section_line else 0)
     try:
         if formatter.id in ("srt", "vtt"):
             return _locate(_blocks_after(whole, 1 if formatter.id == "vtt" else 0), worded)
         if formatter.id == "text" and options.timestamps:
-            header = len(context_header(context)) + 1
             return _locate(_split(whole, "\n", header), worded)
         if formatter.id == "text":
-            header = len(context_header(context)) + 1
             return _locate(_split(whole, "\n\n", header), _text_paragraph_starts(context, segments))
         if formatter.id == "markdown":
             return _markdown(context, segments, whole)
@@ -301,27 +370,49 @@ def _markdown(context: VideoContext, segments: list[Segment], whole: str) -> tup
     return starts, offsets
 
 
-def page_marker(context: VideoContext, page: Page, tokens: int, total: int) -> str:
-    """``[End of transcript: ...]`` or ``[Partial transcript: ... next_cursor: seg:N]``."""
+def page_marker(
+    context: VideoContext,
+    page: Page,
+    *,
+    stated: int,
+    next_page: str,
+    noun: str = "transcript",
+    end_sec: float | None = None,
+) -> str:
+    """``[End of transcript: ...]`` or ``[Partial transcript: ...; next page: <call>; next_cursor: seg:N]``.
+
+    ``stated`` is the size of the whole result, ``next_page`` the call for the next page (with
+    ``next_cursor(page)`` in it) and ``end_sec`` where a section ends. The speech figures are the
+    page's words and the whole transcript's (or section's), as get_outline counts them.
+    """
     segments = segments_of(context)
     count = len(segments)
     duration = duration_of(context)
     if count == 0:
-        return "[End of transcript: it has no segments]"
+        return f"[End of {noun}: it has no segments; about {stated} tokens in this result]"
     start = segments[page.first_seg].start_sec if page.first_seg < count else 0.0
     if page.end_seg < count:
         until = segments[page.end_seg].start_sec
+    elif end_sec is not None:
+        until = end_sec
     else:
         until = max([duration or 0.0, *(max(s.start_sec, s.end_sec) for s in segments[page.first_seg :])])
     span = f"{format_timestamp(start)} to {format_timestamp(until)}"
     if duration:
         span += f" of {format_timestamp(duration)}"
+    speech = page_tokens(context, page)
+    total = transcript_tokens(context)
     where = (
-        f"segments {page.first_seg}-{page.end_seg - 1} of {count}, {span}, about {tokens} of {total} tokens"
+        f"segments {page.first_seg}-{page.end_seg - 1} of {count}, {span}; about {stated} tokens in this "
+        f"result (speech: {speech} of the {noun}'s {total})"
     )
     if page.end_seg >= count:
-        return f"[End of transcript: {where}]"
-    return f"[Partial transcript: {where}; next_cursor: seg:{page.end_seg}]"
+        return f"[End of {noun}: {where}]"
+    return f"[Partial {noun}: {where}; next page: {next_page}; next_cursor: {next_cursor(page)}]"
+
+
+def next_cursor(page: Page) -> str:
+    return f"seg:{page.end_seg}"
 
 
 def page_tokens(context: VideoContext, page: Page) -> int:

@@ -68,8 +68,8 @@ MaxTokens = Annotated[
     int | None,
     Field(
         alias="maxTokens",
-        description="Most tokens to return in one result (about 4 characters each); longer results come "
-        "in pages. Leave out for all of it.",
+        description="Most tokens in one result (about 4 characters each), 100 to 10000000; a longer "
+        "result comes in pages. Left out: the server's page size, which the tool description states.",
     ),
 ]
 Cursor = Annotated[

@@ -22,6 +22,7 @@ import msgspec
 from mcp_types import CallToolResult, TextContent
 
 from ..errors import VidError
+from ..tokens import estimate_tokens
 from .fences import begin_line, end_line, fence, new_id
 
 __all__ = [
@@ -76,9 +77,17 @@ class Reply:
 class TextReply(Reply):
     parts: list[str | Untrusted]
 
-    def to_result(self) -> CallToolResult:
+    def text(self) -> str:
+        """The text as sent, with fresh fence ids (always of the same length)."""
         lines = [fence(part.text, part.label) if isinstance(part, Untrusted) else part for part in self.parts]
-        return CallToolResult(content=[_text("\n".join(lines))])
+        return "\n".join(lines)
+
+    def tokens(self) -> int:
+        """What the text as sent costs, by ``estimate_tokens``."""
+        return estimate_tokens(self.text())
+
+    def to_result(self) -> CallToolResult:
+        return CallToolResult(content=[_text(self.text())])
 
 
 @dataclass

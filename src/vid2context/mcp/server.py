@@ -36,10 +36,12 @@ Fetch less, in this order:
    each with its token count and a link; the total token count of the transcript.
 2. get_section for the chapters or time ranges you need (about 1k tokens per five minutes).
 3. get_transcript only when you need all the words and they fit: speech is about 12k tokens per hour.
-   Page it with maxTokens and cursor (each page ends with next_cursor: seg:N); never page through a
-   long transcript just to answer a question that a section answers.
-For several videos use export_context_pack with maxTokens; collections group videos to read together;
-the prompts brief and buyer_guide plan a cited answer.
+   A long result of get_transcript, get_section or export_context_pack comes in pages (maxTokens sets
+   the size, else the server does); each page ends with the exact call for the next one and its
+   next_cursor. Never page through a long transcript just to answer a question that a section answers.
+For several videos use export_context_pack (maxTokens cuts every transcript to fit a budget; without it
+the whole pack comes in pages); collections group videos to read together; the prompts brief and
+buyer_guide plan a cited answer.
 
 Cite claims as [Video title @ m:ss](link) with the links in the results.
 

@@ -14,11 +14,21 @@ from ..results import Reply
 from ..runs import Run
 from ..toolkit import Deps, caller, progress_sender
 
-__all__ = ["MAX_BUDGET", "check_budget", "check_language", "check_mode", "layers_line", "long_call"]
+__all__ = [
+    "MAX_BUDGET",
+    "MIN_BUDGET",
+    "check_budget",
+    "check_language",
+    "check_mode",
+    "describe_paging",
+    "layers_line",
+    "long_call",
+]
 
 MAX_BUDGET = 10_000_000
 MIN_BUDGET = 100
-"""A page needs room for its header and its closing line."""
+"""A page needs room for its header and its closing line (``VID2CONTEXT_MCP_MAX_TOKENS`` has the
+same bounds)."""
 
 
 async def long_call(
@@ -85,3 +95,18 @@ def layers_line(context: VideoContext) -> str:
     if not context.attempts:
         return "Layers: library: saved copy, nothing fetched"
     return "Layers: " + "; ".join(_attempt(attempt) for attempt in context.attempts)
+
+
+def describe_paging(fn: Callable[..., Any], size: int, whole: str, *, by_max_tokens: bool = True) -> None:
+    """Put this server's page size (``VID2CONTEXT_MCP_MAX_TOKENS``) where ``fn``'s docstring says
+    ``{paging}``: the agent plans its reading from the figure it will get. ``by_max_tokens``: the
+    call's maxTokens sets the page size (for a pack it is a budget instead)."""
+    if size and by_max_tokens:
+        note = f"The page size is maxTokens, or {size} tokens when it is left out."
+    elif size:
+        note = f"The page size is {size} tokens."
+    elif by_max_tokens:
+        note = f"The page size is maxTokens; left out, {whole} comes in one result."
+    else:
+        note = f"This server does not page: without maxTokens {whole} comes in one result."
+    fn.__doc__ = (fn.__doc__ or "").replace("{paging}", note)

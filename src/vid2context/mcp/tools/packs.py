@@ -20,11 +20,13 @@ from ...formats import render_many
 from ...inputs import is_list
 from ...models import VideoContext, VideoRef
 from ...pipeline import get_context, list_items, resolve
-from ..params import MaxTokens, OptionalCollection, Urls
+from ..pack_pages import check_pack_cursor, pack_page
+from ..paging import page_size
+from ..params import OptionalCollection, Urls
 from ..results import Reply, TextReply, Untrusted
 from ..runs import Run
 from ..toolkit import ContractTool, Deps, define
-from .common import MAX_BUDGET, long_call
+from .common import MAX_BUDGET, describe_paging, long_call
 
 __all__ = ["CONCURRENCY", "MAX_VIDEOS", "expand_inputs", "read_all", "tools"]
 
@@ -35,6 +37,22 @@ _HINT = "Give urls (videos, playlists, channels) and/or a collection id."
 
 Limit = Annotated[
     int | None, Field(description=f"Most videos in the pack, 1 to {MAX_VIDEOS}; default {DEFAULT_VIDEOS}.")
+]
+Budget = Annotated[
+    int | None,
+    Field(
+        alias="maxTokens",
+        description="A token budget for the whole pack (about 4 characters a token): every transcript is "
+        "cut fairly on segment boundaries to fit it, each cut marked. Left out: the whole pack, in pages "
+        "of the server's page size (see the tool description).",
+    ),
+]
+PackCursor = Annotated[
+    str | None,
+    Field(
+        description='next_cursor of the previous pack page ("pack:N:..."); pass it with the same other '
+        "arguments and no maxTokens."
+    ),
 ]
 
 
@@ -108,15 +126,20 @@ def tools(deps: Deps) -> list[ContractTool]:
         ctx: Context,
         urls: Urls = None,
         collection: OptionalCollection = None,
-        max_tokens: MaxTokens = None,
+        max_tokens: Budget = None,
         limit: Limit = None,
+        cursor: PackCursor = None,
     ) -> Reply:
-        """Several videos as one Markdown document to load whole: an index (title, channel,
-        duration, link, tokens), then each video's header and cited transcript ([m:ss](link) on
-        every paragraph), then the inputs that could not be read under "Not included".
+        """Several videos as one Markdown document: an index (title, channel, duration, link,
+        tokens), then each video's header and cited transcript ([m:ss](link) on every paragraph),
+        then the inputs that could not be read under "Not included".
 
         Costs the sum of the transcripts (about 12k tokens per hour of speech) unless maxTokens
         caps it: then every transcript is cut fairly on segment boundaries and each cut is marked.
+        Without maxTokens nothing is cut: a pack longer than the page size comes in pages cut
+        between paragraphs, each ending with [Partial pack: ...; next page: export_context_pack
+        {...}; next_cursor: pack:N:...]: make that call (the same arguments plus that cursor) for
+        the next page. The last page ends with [End of pack: ...]. {paging}
         Sends a progress notification per video read when the client asks for progress.
         """
         inputs = [text for text in urls or [] if isinstance(text, str) and text.strip()]
@@ -144,7 +167,18 @@ def tools(deps: Deps) -> list[ContractTool]:
                 f"{len(inputs)} inputs; at most {5 * MAX_VIDEOS} are read.",
                 hint="Split them over several packs.",
             )
-        args = {"urls": inputs, "maxTokens": max_tokens, "limit": count}
+        if check_pack_cursor(cursor) is not None and max_tokens is not None:
+            raise VidError(
+                ErrorCode.BAD_REQUEST,
+                "A pack cursor pages the whole pack; maxTokens cuts the pack to a budget instead.",
+                hint="Pass the cursor with the same other arguments and no maxTokens.",
+            )
+        args = {"urls": inputs, "maxTokens": max_tokens, "limit": count, "cursor": cursor}
+        given = {
+            name: value
+            for name, value in (("urls", urls), ("collection", collection), ("limit", limit))
+            if value is not None
+        }
 
         async def work(run: Run) -> Reply:
             entries, left_out = await expand_inputs(deps, inputs, count, run)
@@ -158,10 +192,16 @@ def tools(deps: Deps) -> list[ContractTool]:
             )
             if left_out:
                 line += f" {left_out} more videos were left out by limit={count}."
-            return TextReply([Untrusted("pack", text), line])
+            if max_tokens is not None:  # the contract's budget: the pack was cut to fit it
+                return TextReply([Untrusted("pack", text), line])
+            size = page_size(runtime, None)
+            return pack_page(text, [line], size, cursor, ("export_context_pack", given))
 
         return await long_call(deps, ctx, "export_context_pack", args, work)
 
+    describe_paging(
+        export_context_pack, runtime.settings.mcp_max_tokens, "the whole pack", by_max_tokens=False
+    )
     return [
         define(
             export_context_pack,

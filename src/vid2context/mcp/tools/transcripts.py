@@ -8,25 +8,34 @@ that came from the video.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from mcp.server.mcpserver import Context
 
 from ...api.catalog import FormatsResponse
 from ...errors import ErrorCode, VidError
 from ...formats import Formatter, RenderOptions, format_infos, get_formatter
-from ...formats.blocks import transcript_tokens
 from ...inputs import is_list
 from ...models import Attempt, Base, CaptionTrack, VideoContext
 from ...outline import Outline, get_section, outline
 from ...pipeline import get_context, get_metadata, resolve, run_rung
 from ...timecode import format_timestamp
-from ...tokens import estimate_tokens
-from ..fences import fence
-from ..paging import Page, page_marker, page_tokens, pager_for, parse_cursor, render_whole
+from ..paging import (
+    Page,
+    fit_reply,
+    next_call,
+    next_cursor,
+    page_marker,
+    page_size,
+    pager_for,
+    parse_cursor,
+    render_whole,
+)
 from ..params import Chapter, Cursor, Format, From, Language, MaxTokens, Mode, Timestamps, To, Url
 from ..results import JsonReply, Reply, TextReply, Untrusted, output_schema
 from ..runs import Run
 from ..toolkit import ContractTool, Deps, define
-from .common import check_budget, check_language, check_mode, layers_line, long_call
+from .common import check_budget, check_language, check_mode, describe_paging, layers_line, long_call
 
 __all__ = ["CaptionLanguages", "tools", "transcript_page"]
 
@@ -52,26 +61,41 @@ def transcript_page(
     context: VideoContext,
     formatter: Formatter,
     options: RenderOptions,
-    max_tokens: int | None,
+    size: int | None,
     cursor: str | None,
+    *,
+    call: tuple[str, dict[str, object]],
+    noun: str = "transcript",
+    lines: Sequence[str] = (),
+    section_line: str = "",
+    end_sec: float | None = None,
 ) -> TextReply:
-    """One page of the transcript: fenced content, the layers line, and the closing marker."""
-    pager = pager_for(context, formatter, options)
+    """One page of at most ``size`` tokens (``None``: the rest): fenced content, ``lines`` (the
+    layers line), and the closing marker with the ``call`` (tool, arguments) for the next page."""
+    pager = pager_for(context, formatter, options, section_line)
     first = pager.unit_at(parse_cursor(cursor, pager.segment_count)) if pager.units else 0
-    layers = layers_line(context)
-    total = transcript_tokens(context)
+    tool, args = call
 
-    def parts(page: Page) -> list[str | Untrusted]:
-        marker = page_marker(context, page, page_tokens(context, page), total)
-        return [Untrusted("transcript", page.content), layers, marker]
+    def reply_for(page: Page, stated: int) -> TextReply:
+        marker = page_marker(
+            context,
+            page,
+            stated=stated,
+            next_page=next_call(tool, args, next_cursor(page)),
+            noun=noun,
+            end_sec=end_sec,
+        )
+        return TextReply([Untrusted(noun, page.content), *lines, marker])
 
-    def fits(page: Page) -> bool:
-        assert max_tokens is not None
-        text = "\n".join(fence(p.text, p.label) if isinstance(p, Untrusted) else p for p in parts(page))
-        return estimate_tokens(text) <= max_tokens
+    return fit_reply(pager, first, size, reply_for)
 
-    page = pager.page(first, pager.units) if max_tokens is None else pager.fit(first, fits)
-    return TextReply(parts(page))
+
+def _given(**values: object) -> dict[str, object]:
+    """The arguments a call gave, by their contract names, leaving out those at their defaults."""
+    defaults = {"format": "text", "timestamps": False, "mode": "auto"}
+    return {
+        name: value for name, value in values.items() if value is not None and defaults.get(name) != value
+    }
 
 
 def tools(deps: Deps) -> list[ContractTool]:
@@ -92,10 +116,11 @@ def tools(deps: Deps) -> list[ContractTool]:
 
         Use it when you need the words themselves. It costs about 12k tokens per hour of speech
         (get_outline gives the exact count first, for about 1k tokens): for a long video read
-        get_outline, then get_section for the parts you need. With maxTokens the transcript comes
-        in pages cut between segments, each complete on its own and ending with [Partial transcript:
-        ... next_cursor: seg:N]; call again with cursor="seg:N" and the same other arguments for the
-        next page. The last page ends with [End of transcript: ...].
+        get_outline, then get_section for the parts you need. A transcript longer than the page
+        size comes in pages cut between segments, each complete on its own and ending with
+        [Partial transcript: ...; next page: get_transcript {...}; next_cursor: seg:N]: make that
+        call (the same arguments plus cursor="seg:N") for the next page. The last page ends with
+        [End of transcript: ...]. {paging}
         """
         formatter = _formatter(format, single=True)
         checked_mode, lang, budget = check_mode(mode), check_language(language), check_budget(max_tokens)
@@ -112,9 +137,27 @@ def tools(deps: Deps) -> list[ContractTool]:
             "cursor": cursor,
         }
 
+        given = _given(
+            url=url,
+            format=formatter.id,
+            timestamps=timestamps,
+            mode=checked_mode,
+            language=lang,
+            maxTokens=budget,
+        )
+        size = page_size(runtime, budget)
+
         async def work(run: Run) -> Reply:
             context = await get_context(runtime, url, mode=checked_mode, lang=lang, ctx=run.ctx())
-            return transcript_page(context, formatter, options, budget, cursor)
+            return transcript_page(
+                context,
+                formatter,
+                options,
+                size,
+                cursor,
+                call=("get_transcript", given),
+                lines=[layers_line(context)],
+            )
 
         return await long_call(deps, ctx, "get_transcript", args, work)
 
@@ -166,16 +209,23 @@ def tools(deps: Deps) -> list[ContractTool]:
         timestamps: Timestamps = False,
         mode: Mode = "auto",
         language: Language = None,
+        max_tokens: MaxTokens = None,
+        cursor: Cursor = None,
     ) -> Reply:
         """One part of a transcript: a chapter or time section (chapter=<index from get_outline> or
         part of its title) or any time range (from and/or to: 90, 1:30, 1:02:05 or 1h2m5s).
 
         In text format it has the source header and a line 'Section "title": m:ss to m:ss, about N
         tokens'. Costs what the section holds: about 1k tokens per five minutes of speech (the
-        outline lists each chapter's count).
+        outline lists each chapter's count). A section longer than the page size comes in pages as
+        get_transcript's do, ending with [Partial section: ...; next page: get_section {...};
+        next_cursor: seg:N] (segments counted within the section) and, on the last page, [End of
+        section: ...]. {paging}
         """
         formatter = _formatter(format, single=False)
-        checked_mode, lang = check_mode(mode), check_language(language)
+        checked_mode, lang, budget = check_mode(mode), check_language(language), check_budget(max_tokens)
+        if cursor is not None:
+            parse_cursor(cursor, 1 << 40)  # only the form, before any fetch
         options = RenderOptions(timestamps=timestamps)
         if chapter is None and from_ is None and to is None:
             raise VidError(
@@ -192,22 +242,50 @@ def tools(deps: Deps) -> list[ContractTool]:
             "timestamps": timestamps,
             "mode": checked_mode,
             "language": lang,
+            "maxTokens": budget,
+            "cursor": cursor,
         }
+        given = {
+            "url": url,
+            **_given(**{"from": from_, "to": to, "chapter": chapter}),
+            **_given(format=formatter.id, timestamps=timestamps, mode=checked_mode, language=lang),
+            **_given(maxTokens=budget),
+        }
+        size = page_size(runtime, budget)
 
         async def work(run: Run) -> Reply:
             context = await get_context(runtime, url, mode=checked_mode, lang=lang, ctx=run.ctx())
             section = get_section(context, chapter=chapter, from_=from_, to=to)
-            text = render_whole(section.context, formatter, options, section.section_line())
+            section_line = section.section_line()
             where = f"index {section.index}, " if section.index is not None else ""
-            line = (
+            lines = [
                 f"Section ({where}{format_timestamp(section.start_sec)} to "
-                f"{format_timestamp(section.end_sec)}): about {section.tokens} tokens."
+                f"{format_timestamp(section.end_sec)}): about {section.tokens} tokens.",
+                layers_line(context),
+            ]
+            if cursor is None:  # the whole section, as it always came, when it fits
+                text = render_whole(section.context, formatter, options, section_line)
+                whole = TextReply([Untrusted("section", text), *lines])
+                if size is None or whole.tokens() <= size:
+                    return whole
+            return transcript_page(
+                section.context,
+                formatter,
+                options,
+                size,
+                cursor,
+                call=("get_section", given),
+                noun="section",
+                lines=lines,
+                section_line=section_line,
+                end_sec=section.end_sec,
             )
-            return TextReply([Untrusted("section", text), line, layers_line(context)])
 
         return await long_call(deps, ctx, "get_section", args, work)
 
     get_section_tool.__name__ = "get_section"
+    describe_paging(get_transcript, runtime.settings.mcp_max_tokens, "the whole transcript")
+    describe_paging(get_section_tool, runtime.settings.mcp_max_tokens, "the whole section")
 
     async def list_caption_languages(ctx: Context, url: Url) -> Reply:
         """The caption tracks the platform offers for a video: language, name, manual or automatic,
