@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import msgspec
 
 from ..errors import ErrorCode, VidError
-from ..formats import Formatter, RenderOptions, context_header
+from ..formats import Formatter, RenderOptions, context_header, render_view
 from ..formats.blocks import (
     chapter_spans,
     clean_text,
@@ -65,21 +65,9 @@ __all__ = [
     "page_tokens",
     "pager_for",
     "parse_cursor",
-    "render_whole",
 ]
 
 CURSOR = re.compile(r"seg:(\d{1,9})")
-
-
-def render_whole(
-    context: VideoContext, formatter: Formatter, options: RenderOptions, section_line: str = ""
-) -> str:
-    """The unpaged result, laid out as the REST API and the CLI print it: ``text`` gets the header
-    (and a section's ``Section "title": ...`` line) above the transcript."""
-    body = formatter.render(context, options)
-    if formatter.id == "text":
-        body = context_header(context) + "\n" + (section_line + "\n\n" if section_line else "") + body
-    return body if body.endswith("\n") else body + "\n"
 
 
 def parse_cursor(cursor: str | None, segment_count: int) -> int:
@@ -201,9 +189,9 @@ def fit_reply(
 def pager_for(
     context: VideoContext, formatter: Formatter, options: RenderOptions, section_line: str = ""
 ) -> Pager:
-    """The pager of ``render_whole(context, formatter, options, section_line)``."""
+    """The pager of ``render_view(context, formatter, options, section_line)``."""
     segments = segments_of(context)
-    whole = render_whole(context, formatter, options, section_line)
+    whole = render_view(context, formatter, options, section_line)
     found = _units(context, formatter, options, segments, whole, section_line)
     if found is not None:
         starts, offsets = found
@@ -231,12 +219,12 @@ def _per_segment(
 
     def render(first: int, last: int) -> str:
         if transcript is None or not segments:
-            return render_whole(context, formatter, options, section_line)
+            return render_view(context, formatter, options, section_line)
         part = msgspec.structs.replace(
             context,
             transcript=msgspec.structs.replace(transcript, segments=segments[first:last]),
         )
-        return render_whole(part, formatter, options, section_line)
+        return render_view(part, formatter, options, section_line)
 
     return Pager(list(range(len(segments))), len(segments), render)
 
@@ -256,8 +244,8 @@ def _units(
     worded = [i for i, seg in enumerate(segments) if clean_text(seg.text)]
     if not worded:
         return [], []
-    # text: the header, a newline, then (for a section) its line and a blank line
-    header = len(context_header(context)) + 1 + (len(section_line) + 2 if section_line else 0)
+    # text: the header, a blank line, then (for a section) its line and a blank line (render_view)
+    header = len(context_header(context)) + 2 + (len(section_line) + 2 if section_line else 0)
     try:
         if formatter.id in ("srt", "vtt"):
             return _locate(_blocks_after(whole, 1 if formatter.id == "vtt" else 0), worded)

@@ -17,11 +17,10 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from .. import library
 from ..errors import ErrorCode, VidError
-from ..formats import RenderOptions, get_formatter
+from ..formats import RenderOptions, get_formatter, render_view
 from ..formats.blocks import transcript_tokens
 from ..models import Base, Collection, Origin
 from .fences import fence
-from .paging import render_whole
 from .results import error_payload, json_text
 from .toolkit import Deps
 
@@ -92,7 +91,7 @@ def register(server: MCPServer, deps: Deps) -> None:
             context = await library.get_video(runtime, id)
         except VidError as error:
             raise _failure(error) from None
-        text = render_whole(context, get_formatter("text"), RenderOptions(timestamps=True))
+        text = render_view(context, get_formatter("text"), RenderOptions(timestamps=True))
         return fence(text, "transcript") + "\n"
 
     @server.resource(

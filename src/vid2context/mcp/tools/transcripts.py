@@ -14,7 +14,7 @@ from mcp.server.mcpserver import Context
 
 from ...api.catalog import FormatsResponse
 from ...errors import ErrorCode, VidError
-from ...formats import Formatter, RenderOptions, format_infos, get_formatter
+from ...formats import Formatter, RenderOptions, format_infos, get_formatter, render_view
 from ...inputs import is_list
 from ...models import Attempt, Base, CaptionTrack, VideoContext
 from ...outline import Outline, get_section, outline
@@ -29,7 +29,6 @@ from ..paging import (
     page_size,
     pager_for,
     parse_cursor,
-    render_whole,
 )
 from ..params import Chapter, Cursor, Format, From, Language, MaxTokens, Mode, Timestamps, To, Url
 from ..results import JsonReply, Reply, TextReply, Untrusted, output_schema
@@ -264,7 +263,7 @@ def tools(deps: Deps) -> list[ContractTool]:
                 layers_line(context),
             ]
             if cursor is None:  # the whole section, as it always came, when it fits
-                text = render_whole(section.context, formatter, options, section_line)
+                text = render_view(section.context, formatter, options, section_line)
                 whole = TextReply([Untrusted("section", text), *lines])
                 if size is None or whole.tokens() <= size:
                     return whole
