@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,11 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from vid2context.mcp.fences import unfence
+from vid2context.runtime import build_local_runtime
+from vid2context.tokens import estimate_tokens
 
+from .pages import follow, reassembles
+from .talks import THREE_HOURS, three_hour_talk
 from .youtube_replay import ReplayServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -105,6 +110,46 @@ async def test_a_second_session_reads_the_library(tmp_path: Path, replay: Replay
             result = await client.call_tool("get_transcript", {"url": "GJLlxj_dtq8"})
     assert "Layers: library (sqlite): saved copy, nothing fetched" in _text(result)
     assert len(replay.requests) == before
+
+
+async def test_a_long_transcript_comes_in_pages_of_the_default_size(
+    tmp_path: Path, replay: ReplayServer
+) -> None:
+    """A three-hour talk saved in the SQLite library first: the server pages it at 20,000 tokens,
+    and the calls its pages name read all of it over real JSON-RPC."""
+    home = tmp_path / "home"
+    runtime = build_local_runtime({"VID2CONTEXT_HOME": str(home)})
+    await runtime.storage.put_context(three_hour_talk())
+    await runtime.aclose()
+    with (tmp_path / "stderr.txt").open("w", encoding="utf-8") as errors:
+        async with Client(stdio_client(_params(home, replay.origin, tmp_path), errlog=errors)) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert "or 20000 tokens when it is left out" in tools["get_transcript"].description
+            whole = _text(
+                await client.call_tool("get_transcript", {"url": THREE_HOURS, "maxTokens": 10_000_000})
+            )
+            pages = await follow(client, "get_transcript", {"url": THREE_HOURS}, 20_000)
+    assert estimate_tokens(whole) > 30_000 and len(pages) == 2
+    assert reassembles(pages, unfence(whole)[0])
+    assert replay.requests == [] or all(THREE_HOURS not in path for _, path in replay.requests)
+
+
+def test_a_bad_page_size_stops_the_server_with_its_name(tmp_path: Path, replay: ReplayServer) -> None:
+    params = _params(tmp_path / "home", replay.origin, tmp_path)
+    result = subprocess.run(
+        [params.command, *params.args],
+        env={**params.env, "VID2CONTEXT_MCP_MAX_TOKENS": "50"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert (
+        "VID2CONTEXT_MCP_MAX_TOKENS='50' is not valid: expected 0 (off) or 100 to 10000000" in result.stderr
+    )
+    assert result.stdout == ""  # nothing on the protocol channel
 
 
 LOCAL = Path(__file__).resolve().parents[1] / "local"

@@ -37,6 +37,10 @@ def test_values_are_converted() -> None:
         ("VID2CONTEXT_PUBLIC", "maybe"),
         ("VID2CONTEXT_MAX_PLAYLIST_ITEMS", "lots"),
         ("VID2CONTEXT_HTTP_TIMEOUT_S", "-1"),
+        ("VID2CONTEXT_MCP_MAX_TOKENS", "lots"),
+        ("VID2CONTEXT_MCP_MAX_TOKENS", "-1"),
+        ("VID2CONTEXT_MCP_MAX_TOKENS", "99"),
+        ("VID2CONTEXT_MCP_MAX_TOKENS", "10_000_001"),
     ],
 )
 def test_a_bad_value_names_the_variable(env: str, value: str) -> None:
@@ -45,6 +49,22 @@ def test_a_bad_value_names_the_variable(env: str, value: str) -> None:
     assert caught.value.code is ErrorCode.BAD_REQUEST
     assert env in caught.value.message
     assert caught.value.hint
+
+
+def test_the_mcp_page_size_is_0_or_within_the_bounds_of_max_tokens() -> None:
+    from vid2context.mcp.tools.common import MAX_BUDGET, MIN_BUDGET
+
+    assert load_settings({}).mcp_max_tokens == 20_000
+    for raw, value in [("0", 0), ("100", 100), ("5_000", 5000), (" 10000000 ", 10_000_000)]:
+        assert load_settings({"VID2CONTEXT_MCP_MAX_TOKENS": raw}).mcp_max_tokens == value
+    (setting,) = [s for s in SETTINGS if s.env == "VID2CONTEXT_MCP_MAX_TOKENS"]
+    assert setting.bounds == (MIN_BUDGET, MAX_BUDGET)  # the same bounds as a call's maxTokens
+    with pytest.raises(VidError) as caught:
+        load_settings({"VID2CONTEXT_MCP_MAX_TOKENS": "50"})
+    assert caught.value.message == (
+        "VID2CONTEXT_MCP_MAX_TOKENS='50' is not valid: expected 0 (off) or 100 to 10000000."
+    )
+    assert caught.value.hint and "0 turns this default paging off" in caught.value.hint
 
 
 def test_every_setting_has_a_field_and_a_help() -> None:
