@@ -250,6 +250,8 @@ async def test_a_pack_without_max_tokens_comes_whole_in_pages(runtimes: Runtimes
         budget = await _text(client, "export_context_pack", {"urls": urls, "maxTokens": 8000})
         assert "[Truncated at " in budget and "[Partial pack" not in budget  # the contract's budget
         assert estimate_tokens(unfence(budget)[0]) <= 8000
+        rest = f"call export_context_pack {json.dumps({'urls': urls})} and follow its pages."
+        assert budget.splitlines()[-1].endswith(rest)  # how to get what the budget cut
         small = await _text(client, "export_context_pack", {"urls": [ONE_HOUR]})
         assert "[Partial pack" not in small and "[End of pack" not in small  # it fits: as it always came
 

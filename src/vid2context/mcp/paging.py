@@ -57,6 +57,7 @@ __all__ = [
     "CURSOR",
     "Page",
     "Pager",
+    "call_text",
     "fit_reply",
     "next_call",
     "next_cursor",
@@ -151,15 +152,21 @@ def page_size(runtime: Runtime, max_tokens: int | None) -> int | None:
 
 
 _SHORT_CALL = 1500
-"""Longest arguments written out in a next-page instruction (a pack of many urls says "the same")."""
+"""Longest arguments written out in an instruction (a pack of many urls says "this call's")."""
+
+
+def call_text(tool: str, args: dict[str, object], *, otherwise: str) -> str:
+    """A call an agent can make as written: ``get_transcript {"url": ..., "cursor": "seg:N"}``;
+    arguments too long to repeat are "the arguments of this call" plus ``otherwise``."""
+    written = json.dumps(args, ensure_ascii=False)
+    if len(written) <= _SHORT_CALL:
+        return f"{tool} {written}"
+    return f"{tool} with the arguments of this call{otherwise}"
 
 
 def next_call(tool: str, args: dict[str, object], cursor: str) -> str:
-    """The call for the next page: ``get_transcript {"url": ..., "cursor": "seg:N"}``."""
-    written = json.dumps({**args, "cursor": cursor}, ensure_ascii=False)
-    if len(written) <= _SHORT_CALL:
-        return f"{tool} {written}"
-    return f'{tool} with the arguments of this call and "cursor": "{cursor}"'
+    """The call for the next page: ``args`` and the ``cursor``."""
+    return call_text(tool, {**args, "cursor": cursor}, otherwise=f' and "cursor": "{cursor}"')
 
 
 def fit_reply(

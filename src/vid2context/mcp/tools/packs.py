@@ -20,8 +20,9 @@ from ...formats import render_many
 from ...inputs import is_list
 from ...models import VideoContext, VideoRef
 from ...pipeline import get_context, list_items, resolve
+from ...tokens import estimate_tokens
 from ..pack_pages import check_pack_cursor, pack_page
-from ..paging import page_size
+from ..paging import call_text, page_size
 from ..params import OptionalCollection, Urls
 from ..results import Reply, TextReply, Untrusted
 from ..runs import Run
@@ -135,8 +136,8 @@ def tools(deps: Deps) -> list[ContractTool]:
         then the inputs that could not be read under "Not included".
 
         Costs the sum of the transcripts (about 12k tokens per hour of speech) unless maxTokens
-        caps it: then every transcript is cut fairly on segment boundaries and each cut is marked.
-        Without maxTokens nothing is cut: a pack longer than the page size comes in pages cut
+        caps it: then every transcript is cut fairly on segment boundaries, each cut is marked and
+        the closing line names the call for all of it. Without maxTokens nothing is cut: a pack longer than the page size comes in pages cut
         between paragraphs, each ending with [Partial pack: ...; next page: export_context_pack
         {...}; next_cursor: pack:N:...]: make that call (the same arguments plus that cursor) for
         the next page. The last page ends with [End of pack: ...]. {paging}
@@ -183,7 +184,11 @@ def tools(deps: Deps) -> list[ContractTool]:
         async def work(run: Run) -> Reply:
             entries, left_out = await expand_inputs(deps, inputs, count, run)
             contexts, failed = await read_all(deps, entries, run)
-            text = render_many(contexts, max_tokens=max_tokens, failed=failed)
+            text = render_many(contexts, failed=failed)
+            whole_tokens = estimate_tokens(text)
+            cut = max_tokens is not None and whole_tokens > max_tokens
+            if cut:
+                text = render_many(contexts, max_tokens=max_tokens, failed=failed)
             cached = sum(1 for c in contexts if c.attempts and c.attempts[0].stage == "cache")
             line = (
                 f"Packed {len(contexts)} of {len(entries)} inputs ({cached} from the library, "
@@ -192,7 +197,14 @@ def tools(deps: Deps) -> list[ContractTool]:
             )
             if left_out:
                 line += f" {left_out} more videos were left out by limit={count}."
-            if max_tokens is not None:  # the contract's budget: the pack was cut to fit it
+            if cut:  # the contract's budget cuts rather than pages: say how to get all of it
+                whole = call_text("export_context_pack", given, otherwise=" but no maxTokens")
+                pages = " and follow its pages" if runtime.settings.mcp_max_tokens else ""
+                line += (
+                    f" maxTokens={max_tokens} cut this pack (about {whole_tokens} tokens whole; each cut is "
+                    f"marked [Truncated at ...]). For all of it, call {whole}{pages}."
+                )
+            if max_tokens is not None:
                 return TextReply([Untrusted("pack", text), line])
             size = page_size(runtime, None)
             return pack_page(text, [line], size, cursor, ("export_context_pack", given))
