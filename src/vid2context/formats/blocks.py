@@ -27,6 +27,7 @@ __all__ = [
     "ends_sentence",
     "link_at",
     "md_link_text",
+    "md_text",
     "one_line",
     "paragraphs",
     "plain_text",
@@ -67,6 +68,28 @@ def one_line(text: str | None, limit: int | None = None) -> str:
 def md_link_text(text: str) -> str:
     """Text that cannot end a Markdown link early."""
     return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+# What a CommonMark renderer would not print as written: a ``<`` that opens raw HTML or an autolink
+# (a letter, ``/``, ``!`` or ``?`` after it), an ``&`` that starts a character reference, and a
+# backslash that would escape the character after it.
+_MD_BACKSLASH = re.compile(r"\\(?=[!-/:-@\[-`{-~])")
+_MD_MARKUP = re.compile(r"<(?=[A-Za-z/!?])|&(?=[A-Za-z][A-Za-z0-9]*;|#[0-9]{1,7};|#[xX][0-9A-Fa-f]{1,6};)")
+
+
+def md_text(text: str) -> str:
+    """Transcript text that renders as it reads: ``<div>`` as ``\\<div>``, ``&amp;`` as ``\\&amp;``.
+
+    A renderer takes ``<div>`` for HTML (dropped, or worse, a real element in an Obsidian note)
+    and ``&lt;`` for ``<``, so a caption about HTML would lose the very words it is about. Only
+    those backslashes are added: ``a < b``, ``AT&T`` and everything else stay as they are, so the
+    Markdown still reads as the transcript does, to an agent as to a person.
+    """
+    if "\\" in text:
+        text = _MD_BACKSLASH.sub(r"\\\\", text)
+    if "<" in text or "&" in text:
+        text = _MD_MARKUP.sub(r"\\\g<0>", text)
+    return text
 
 
 def segments_of(context: VideoContext) -> list[Segment]:
