@@ -70,26 +70,31 @@ def md_link_text(text: str) -> str:
     return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
-# What a CommonMark renderer would not print as written: a ``<`` that opens raw HTML or an autolink
-# (a letter, ``/``, ``!`` or ``?`` after it), an ``&`` that starts a character reference, and a
-# backslash that would escape the character after it.
+# What a CommonMark renderer would not print as written: a ``<`` that opens raw HTML or an
+# autolink, an ``&`` that starts a character reference, ``*`` and backticks (emphasis, code spans,
+# inside which backslashes are not read), an ``_`` that is not inside a word (inside one it never
+# emphasises), the ``](`` of a link, and a backslash that would escape the character after it.
 _MD_BACKSLASH = re.compile(r"\\(?=[!-/:-@\[-`{-~])")
-_MD_MARKUP = re.compile(r"<(?=[A-Za-z/!?])|&(?=[A-Za-z][A-Za-z0-9]*;|#[0-9]{1,7};|#[xX][0-9A-Fa-f]{1,6};)")
+_MD_MARKUP = re.compile(
+    r"<(?=[A-Za-z/!?])|&(?=[A-Za-z][A-Za-z0-9]*;|#[0-9]{1,7};|#[xX][0-9A-Fa-f]{1,6};)"
+    r"|[*`]|(?<![^\W_])_|_(?![^\W_])|\](?=\()"
+)
 
 
 def md_text(text: str) -> str:
-    """Transcript text that renders as it reads: ``<div>`` as ``\\<div>``, ``&amp;`` as ``\\&amp;``.
+    """Transcript text that renders as it reads: ``<div>`` is written ``\\<div>``.
 
-    A renderer takes ``<div>`` for HTML (dropped, or worse, a real element in an Obsidian note)
-    and ``&lt;`` for ``<``, so a caption about HTML would lose the very words it is about. Only
-    those backslashes are added: ``a < b``, ``AT&T`` and everything else stay as they are, so the
-    Markdown still reads as the transcript does, to an agent as to a person.
+    A renderer takes ``<div>`` for HTML (dropped, or worse, a real element in an Obsidian note),
+    ``&lt;`` for ``<``, ``__init__`` for bold and ``[0:00](url)`` for a link like our citations, so
+    a caption would lose the very words it is about, or pass for something it is not. A backslash
+    goes before just those characters; ``a < b``, ``AT&T``, ``snake_case``, ``[Music]`` and the
+    rest stay as they are, so the Markdown still reads as the transcript does, to an agent as to
+    a person. (Extensions beyond CommonMark, such as ``~~`` or Obsidian's ``[[links]]``, are not
+    escaped.)
     """
     if "\\" in text:
         text = _MD_BACKSLASH.sub(r"\\\\", text)
-    if "<" in text or "&" in text:
-        text = _MD_MARKUP.sub(r"\\\g<0>", text)
-    return text
+    return _MD_MARKUP.sub(r"\\\g<0>", text)
 
 
 def segments_of(context: VideoContext) -> list[Segment]:

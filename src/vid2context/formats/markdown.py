@@ -5,7 +5,8 @@ cite it. The pack reuses ``markdown_body`` one heading level down.
 
 Transcript text, speakers and chapter titles go through ``md_text``: a caption saying "wrap it
 in a <div>" renders with its ``<div>`` (a backslash before it in the source) instead of losing it
-to the renderer as HTML. The text format and JSON keep the text exactly.
+to the renderer as HTML, and a caption cannot make a link that passes for a citation. The text
+format and JSON keep the text exactly.
 """
 
 from __future__ import annotations
