@@ -318,6 +318,12 @@ def test_every_input_path_gives_the_text_verbatim_in_every_format(
         check_golden(name, render(context, format_id, options))
 
 
+def test_every_golden_file_is_used() -> None:
+    if UPDATE:
+        pytest.skip("golden files are being rewritten")
+    assert {path.name for path in GOLDEN.iterdir()} == {name for name, _, _ in OUTPUTS}
+
+
 # --- reading the outputs back --------------------------------------------------------------------
 
 

@@ -212,7 +212,7 @@ def test_golden_pack_within_budget() -> None:
 def test_every_golden_file_is_used() -> None:
     if UPDATE:
         pytest.skip("golden files are being rewritten")
-    names = {path.name for path in GOLDEN.iterdir()}
+    names = {path.name for path in GOLDEN.iterdir() if path.is_file()}  # caption-text/ has its own test
     assert names == {
         "text.txt",
         "text-timestamps.txt",
