@@ -1,11 +1,13 @@
 """Parse and render a 3-hour transcript.
 
 A timedtext XML file in the recorded fixture's shape (``<text start dur>``, HTML-escaped text) with
-about 2,500 cues, as YouTube serves for a three-hour talk, and its json3 twin. Figures:
+about 2,500 cues, as YouTube serves for a three-hour talk, and its json3, srv3 and WebVTT twins.
+Figures:
 
 - ms to parse the XML with our parser, and with youtube-transcript-api's parser on the same bytes
   (the reference; the target is at least 5x faster);
-- ms to parse json3;
+- ms to parse json3, srv3 (``<p t d>`` with a ``<s>`` per word, and a formatting tag in every
+  tenth cue) and WebVTT (what yt-dlp and sidecar files give);
 - ms to render the parsed transcript to every format in ``FORMATTERS``.
 """
 
@@ -18,6 +20,7 @@ from html import escape
 from vid2context.formats import FORMATTERS, RenderOptions
 from vid2context.models import Transcript, VideoContext, VideoMetadata
 from vid2context.providers.captions import parse_json3, parse_timedtext_xml
+from vid2context.providers.subtitles import parse_vtt
 
 from .timing import measure
 
@@ -30,28 +33,50 @@ _WORDS = (
 ).split()
 
 
-def build_transcript(seed: int = 7) -> tuple[str, str]:
-    """(timedtext XML, json3) for a 3-hour talk, deterministic for a seed."""
+_FONT_OPEN = escape('<font color="#E5E5E5">')
+_FONT_CLOSE = escape("</font>")
+
+
+def _vtt_time(seconds: float) -> str:
+    minutes, rest = divmod(seconds, 60)
+    hours, minutes = divmod(int(minutes), 60)
+    return f"{hours:02d}:{minutes:02d}:{rest:06.3f}"
+
+
+def build_transcript(seed: int = 7) -> tuple[str, str, str, str]:
+    """(timedtext XML, json3, srv3, WebVTT) for a 3-hour talk, deterministic for a seed."""
     rng = random.Random(seed)
     step = HOURS * 3600 / CUES
     lines = ['<?xml version="1.0" encoding="utf-8" ?><transcript>']
+    paragraphs = ['<?xml version="1.0" encoding="utf-8" ?><timedtext format="3"><body>']
+    cues = ["WEBVTT", ""]
     events = []
     for i in range(CUES):
         start = round(i * step, 2)
         dur = round(step * rng.uniform(0.8, 1.0), 3)
-        text = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(6, 14)))
+        words = [rng.choice(_WORDS) for _ in range(rng.randint(6, 14))]
+        text = " ".join(words)
         lines.append(f'<text start="{start}" dur="{dur}">{escape(escape(text, quote=False))}</text>')
         events.append(
             {"tStartMs": int(start * 1000), "dDurationMs": int(dur * 1000), "segs": [{"utf8": text}]}
         )
+        spans = "".join(
+            f'<s t="{n * 200}" ac="0">{escape(escape((" " if n else "") + word, quote=False))}</s>'
+            for n, word in enumerate(words)
+        )
+        if i % 10 == 0:  # YouTube's own formatting, escaped once: removed when read
+            spans = f"{_FONT_OPEN}{spans}{_FONT_CLOSE}"
+        paragraphs.append(f'<p t="{int(start * 1000)}" d="{int(dur * 1000)}" w="1">{spans}</p>')
+        cues += [f"{_vtt_time(start)} --> {_vtt_time(start + dur)}", escape(text, quote=False), ""]
     lines.append("</transcript>")
-    return "\n".join(lines), json.dumps({"events": events})
+    paragraphs.append("</body></timedtext>")
+    return "\n".join(lines), json.dumps({"events": events}), "\n".join(paragraphs), "\n".join(cues)
 
 
 def run() -> dict[str, object]:
     from youtube_transcript_api._transcripts import _TranscriptParser  # the reference parser
 
-    xml, json3 = build_transcript()
+    xml, json3, srv3, vtt = build_transcript()
     reference = _TranscriptParser(preserve_formatting=False)
     ours = measure(lambda: parse_timedtext_xml(xml), repeat=40)
     theirs = measure(lambda: reference.parse(xml), repeat=40)
@@ -92,5 +117,7 @@ def run() -> dict[str, object]:
         "parse_xml_speedup": round(theirs["median_ms"] / ours["median_ms"], 2),
         "parse_xml_speedup_cpu": round(theirs["cpu_median_ms"] / ours["cpu_median_ms"], 2),
         "parse_json3": measure(lambda: parse_json3(json3)),
+        "parse_srv3": measure(lambda: parse_timedtext_xml(srv3)),
+        "parse_vtt": measure(lambda: parse_vtt(vtt)),
         "render": render,
     }

@@ -8,8 +8,10 @@ line breaks; srv3: ``<timedtext format="3"><body><p t d><s>``).
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
+from xml.sax.saxutils import escape as xml_escape
 
 import pytest
 
@@ -41,7 +43,7 @@ JSON3 = {
             "tStartMs": 3660,
             "dDurationMs": 2000,
             "wWinId": 1,
-            "segs": [{"utf8": "it&#39;s   a\ntest &amp; more"}],
+            "segs": [{"utf8": "it's   a\ntest & <more>"}, {"utf8": " &amp;lt;"}],  # text, not markup
         },
         {"tStartMs": 6000, "wWinId": 1, "segs": [{"utf8": "no duration"}]},
         {"tStartMs": 7000, "dDurationMs": 1000, "segs": [{"utf8": "   "}]},
@@ -102,7 +104,7 @@ def test_srv2_text_in_milliseconds() -> None:
 
 def test_json3_events() -> None:
     segments = parse_json3(json.dumps(JSON3))
-    assert _texts(segments) == ["hello world", "it's a test & more", "no duration"]
+    assert _texts(segments) == ["hello world", "it's a test & <more> &amp;lt;", "no duration"]
     assert (segments[0].start_sec, segments[0].end_sec) == (0.12, 3.64)
     assert (segments[2].start_sec, segments[2].end_sec) == (6.0, 6.0)
     assert parse_json3(JSON3) == segments  # an already decoded document too
@@ -170,6 +172,55 @@ def test_weird_values_do_not_crash() -> None:
 def test_clean_text() -> None:
     assert clean_text("  a\n\nb\t&amp; <b>c</b>  &quot;d&quot; ") == 'a b & c "d"'
     assert clean_text("\n") == ""
+
+
+@pytest.mark.parametrize(
+    ("markup", "text"),
+    [
+        ('<font color="#E5E5E5">red</font> <I>loud</I> <u>under</u><b/>', "red loud under"),
+        ("<font\ncolor='a>b'>quoted</font>", "quoted"),  # a ">" inside a quoted value
+        ("wrap it in a <div>, not a <bdi> or <ul>", "wrap it in a <div>, not a <bdi> or <ul>"),
+        ("performance &amp; &lt;price&gt;.", "performance & <price>."),  # escaped by YouTube
+        ("performance & <price>.", "performance & <price>."),  # or not: still words
+        ("a < b > c", "a < b > c"),
+        ("&lt;i&gt;literal&lt;/i&gt;", "<i>literal</i>"),  # an escaped tag is text, not markup
+        ("&amp;lt; &amp;amp;", "&lt; &amp;"),  # one decode, never two
+        ("&#127881; done &nbsp;&copy", "\U0001f389 done \xa0©"),  # any HTML reference
+    ],
+)
+def test_the_html_layer_loses_only_youtube_formatting(markup: str, text: str) -> None:
+    assert clean_text(markup) == " ".join(text.split())
+
+
+def test_timedtext_is_decoded_exactly_twice() -> None:
+    """XML, then HTML: what the captioner typed, however many ampersands it has."""
+    typed = ["&amp;lt;", "&lt;div&gt;", "<price>", "R&D", "it's"]
+    # The recorded shape: HTML-escaped text (apostrophes as &#39;) inside XML-escaped data.
+    cues = [html.escape(text).replace("&#x27;", "&#39;") for text in typed]
+    doc = _classic([(str(n), "1", xml_escape(cue)) for n, cue in enumerate(cues)])
+    assert _texts(parse_timedtext_xml(doc)) == typed
+    assert "&amp;amp;amp;lt;" in doc
+    srv3 = "<timedtext><body>" + "".join(
+        f'<p t="{n}000" d="900"><s>{xml_escape(cue)}</s></p>' for n, cue in enumerate(cues)
+    )
+    assert _texts(parse_timedtext_xml(srv3 + "</body></timedtext>")) == typed
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["a &nbsp; b", "a & b", "&#0;", "&#xD800;", "&#99999999999;", "&#x110000;"],
+    ids=["html-entity", "bare-ampersand", "nul", "surrogate", "huge", "beyond-unicode"],
+)
+def test_references_xml_does_not_allow_are_upstream_on_both_paths(body: str) -> None:
+    from vid2context.providers.captions import _parse_fast, _parse_tree
+
+    document = _classic([("0", "1", body)])
+    assert _parse_fast(document) is None
+    with pytest.raises(VidError) as caught:
+        _parse_tree(document, "test")
+    assert caught.value.code is ErrorCode.UPSTREAM
+    with pytest.raises(VidError):
+        parse_timedtext_xml(document)
 
 
 # --- choosing a track ----------------------------------------------------------------------------
@@ -255,6 +306,18 @@ def _classic(cues: list[tuple[str, str, str]]) -> str:
         '<timedtext format="3"><body><p t="0" d="1500" w="1"><s>hi</s><s t="300"> there</s></p>'
         '<p t="1500" d="200" a="1"/><p t="2000" d="1000">&lt;b&gt;bold&lt;/b&gt; &amp;amp;</p></body></timedtext>',
         (Path(__file__).resolve().parent / "fixtures/youtube/yta/transcript.xml.static").read_text("utf-8"),
+        _classic(
+            [
+                ("0", "1", "performance &amp;amp; &amp;lt;price&amp;gt;."),
+                ("1", "1", "a &lt; b &gt; c"),
+                ("2", "1", "&amp;amp;amp;lt; &#127881; done"),
+                ("3", "1", "wrap it in a &lt;div>"),
+                ("4", "1", "&lt;font color=&quot;#E5E5E5&quot;&gt;&#x27;red&#39;&lt;/font&gt; &#38;lt;"),
+            ]
+        ),  # fmt: skip
+        '<timedtext format="3"><body><p t="0" d="900" w="1"><s ac="0">a &amp;lt;</s><s t="1" a="x>y">'
+        'div&amp;gt;</s></p><p t="900" d="9"><s>&lt;i&gt;&amp;amp;amp;lt;&lt;/i&gt; &#x1F389;</s></p>'
+        "</body></timedtext>",
     ],
 )
 def test_fast_path_agrees_with_the_xml_parser(document: str) -> None:

@@ -212,7 +212,7 @@ def test_golden_pack_within_budget() -> None:
 def test_every_golden_file_is_used() -> None:
     if UPDATE:
         pytest.skip("golden files are being rewritten")
-    names = {path.name for path in GOLDEN.iterdir()}
+    names = {path.name for path in GOLDEN.iterdir() if path.is_file()}  # caption-text/ has its own test
     assert names == {
         "text.txt",
         "text-timestamps.txt",
@@ -397,7 +397,7 @@ def test_markdown_has_header_chapters_and_citations() -> None:
     markdown = render(sample_context(), "markdown")
     assert markdown.startswith(context_header(sample_context()) + "\n\n")
     link = "https://www.youtube.com/watch?v=Zx3kQ9v7LmA&t=60s"
-    assert f"## Espresso <basics> [1:00]({link})" in markdown
+    assert f"## Espresso \\<basics> [1:00]({link})" in markdown  # a heading renders its <basics>
     assert "[1:01](https://www.youtube.com/watch?v=Zx3kQ9v7LmA&t=61s) Grind 18 g" in markdown
     body = markdown.split("## Intro", 1)[1]
     for block in body.split("\n\n")[1:]:

@@ -197,6 +197,47 @@ def test_an_embedded_subtitle_stream(folder: Path, container: str, codec: str) -
     assert transcript.segments[1].start_sec == pytest.approx(4.8, abs=0.1)  # mkv muxing shifts by ~46 ms
 
 
+VERBATIM_SRT = """1
+00:00:00,200 --> 00:00:04,800
+performance & <price>. wrap it in a <div>
+
+2
+00:00:05,000 --> 00:00:08,000
+a < b > c, <i>🎉</i> done
+"""
+VERBATIM_VTT = """WEBVTT
+
+00:00:00.200 --> 00:00:04.800
+performance &amp; &lt;price&gt;. wrap it in a &lt;div&gt;
+
+00:00:05.000 --> 00:00:08.000
+a &lt; b &gt; c, <i>🎉</i> done
+"""
+VERBATIM_TEXTS = ["performance & <price>. wrap it in a <div>", "a < b > c, 🎉 done"]
+
+
+@pytest.mark.parametrize(
+    ("sub", "container", "codec"),
+    [("subs.srt", "mkv", "copy"), ("subs.vtt", "mkv", "copy"), ("subs.vtt", "mp4", "mov_text")],
+    ids=["subrip-copied", "webvtt-copied", "mov_text-converted"],
+)
+def test_embedded_stream_text_is_kept_as_the_file_has_it(
+    folder: Path, sub: str, container: str, codec: str
+) -> None:
+    """ffmpeg's SubRip decoder would drop <price> and <div> and make "< b >" bold; a copy does not.
+
+    mov_text is plain text in the file, so its conversion (bare text in ffmpeg's WebVTT) keeps it.
+    """
+    (folder / "subs.srt").write_text(VERBATIM_SRT, encoding="utf-8")
+    (folder / "subs.vtt").write_text(VERBATIM_VTT, encoding="utf-8")
+    target = folder / f"verbatim.{container}"
+    _ffmpeg("-i", str(folder / "talk.mp4"), "-i", str(folder / sub), "-map", "0", "-map", "1",
+            "-c:v", "copy", "-c:a", "copy", "-c:s", codec, str(target))  # fmt: skip
+    transcript = _run(_provider(folder).captions(_ref(target), Ctx()))
+    assert transcript.origin == "embedded"
+    assert [s.text for s in transcript.segments] == VERBATIM_TEXTS
+
+
 def test_a_sidecar_wins_over_the_embedded_stream(folder: Path) -> None:
     (folder / "subs.vtt").write_text(VTT)
     target = folder / "both.mkv"

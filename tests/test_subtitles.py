@@ -156,3 +156,74 @@ def test_an_oversized_file_is_refused() -> None:
     with pytest.raises(VidError) as caught:
         parse_srt("x" * (MAX_CAPTION_CHARS + 1))
     assert caught.value.code is ErrorCode.TOO_LARGE
+
+
+# --- cue text verbatim ---------------------------------------------------------------------------
+
+# A conforming WebVTT file: text escaped as the spec asks, markup of every kind the spec has.
+VERBATIM_VTT = """WEBVTT
+
+00:00:01.000 --> 00:00:02.000
+<v.loud Ann &amp; Bob>performance &amp; &lt;price&gt;.</v>
+
+00:00:02.000 --> 00:00:03.000
+wrap it in a <c.code>&lt;div&gt;</c>
+
+00:00:03.000 --> 00:00:04.000
+<i>a</i> &lt; <b>b</b> &gt; <u>c</u>
+
+00:00:04.000 --> 00:00:05.000
+<lang en>&amp;amp;lt;</lang> <ruby>漢<rt>kan</rt></ruby>
+
+00:00:05.000 --> 00:00:06.000
+🎉<00:00:05.500> done
+"""
+
+
+def test_webvtt_removes_its_markup_and_decodes_once() -> None:
+    segments = parse_vtt(VERBATIM_VTT)
+    assert [s.text for s in segments] == [
+        "performance & <price>.",
+        "wrap it in a <div>",
+        "a < b > c",
+        "&amp;lt; 漢kan",
+        "🎉 done",
+    ]
+    assert segments[0].speaker == "Ann & Bob"
+
+
+def test_verbatim_webvtt_agrees_with_webvtt_py() -> None:
+    theirs = [" ".join(html.unescape(c.text).split()) for c in webvtt.from_buffer(io.StringIO(VERBATIM_VTT))]
+    assert theirs == [s.text for s in parse_vtt(VERBATIM_VTT)]
+
+
+def test_webvtt_from_a_writer_that_does_not_escape_keeps_its_words() -> None:
+    """ffmpeg's WebVTT output writes text bare: the spec's tags still go, nothing else does."""
+    text = 'WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nwrap it in a <div>, a < b > c & <I>d</I> <font color="red">e</font>\n'
+    assert [s.text for s in parse_vtt(text)] == ["wrap it in a <div>, a < b > c & d e"]
+
+
+def test_rolling_captions_compare_text_not_markup() -> None:
+    text = (
+        "WEBVTT\n\n00:00:00.000 --> 00:00:02.000\n&lt;div&gt;<00:00:00.500><c> one</c>\n\n"
+        "00:00:02.000 --> 00:00:04.000\n<div> one\n&lt;p&gt;<00:00:02.500><c> two</c>\n"
+    )
+    assert [s.text for s in parse_vtt(text)] == ["<div> one", "<p> two"]
+
+
+def test_srt_removes_its_formatting_and_keeps_bare_brackets() -> None:
+    text = (
+        "1\n00:00:01,000 --> 00:00:02,000\n{\\an8}<I>performance</I> & <price>.\n\n"
+        "2\n00:00:02,000 --> 00:00:03,000\nwrap it in a <div>\n\n"
+        '3\n00:00:03,000 --> 00:00:04,000\na < b > c <font color="#ff0">&amp;</font> <s>x</s>\n\n'
+        "4\n00:00:04,000 --> 00:00:05,000\n<v Ann>🎉 done</v>\n"
+    )
+    segments = parse_srt(text)
+    assert [s.text for s in segments] == [
+        "performance & <price>.",
+        "wrap it in a <div>",
+        "a < b > c & x",
+        "🎉 done",
+    ]
+    assert segments[3].speaker == "Ann"
+    assert [c.content for c in srt.parse(text)][1] == "wrap it in a <div>"  # the srt library reads it so too

@@ -327,3 +327,40 @@ def test_a_rung_without_metadata_does_not_hide_the_real_error(httpx_mock: HTTPXM
         ("youtube", "blocked"),
         ("transcript-api", "no-provider"),
     ]
+
+
+def test_the_caption_file_is_read_by_our_parser_not_the_librarys() -> None:
+    """The library removes every tag after decoding; the file it fetched is read verbatim instead."""
+    doc = (
+        b'<?xml version="1.0" encoding="utf-8" ?><transcript>'
+        b'<text start="0" dur="1">performance &amp;amp; &amp;lt;price&amp;gt;. &lt;i&gt;ok&lt;/i&gt;</text>'
+        b"</transcript>"
+    )
+
+    def serve(request: requests.PreparedRequest) -> Reply | None:
+        return (200, {}, doc) if urlsplit(request.url or "").path == "/api/timedtext" else None
+
+    transcript, _ = _captions(override=serve)
+    assert [s.text for s in transcript.segments] == ["performance & <price>. ok"]
+
+
+def test_a_caption_file_fetched_elsewhere_falls_back_to_the_librarys_text() -> None:
+    """Should a release fetch the track from another path, the rung still answers (its text, tags out)."""
+    player = (
+        (YTA / "youtube.innertube.json.static").read_bytes().replace(b"/api/timedtext?", b"/api/timedtext2?")
+    )
+
+    def serve(request: requests.PreparedRequest) -> Reply | None:
+        path = urlsplit(request.url or "").path
+        if path == "/youtubei/v1/player":
+            return 200, {"Content-Type": "application/json"}, player
+        if path == "/api/timedtext2":
+            return 200, {}, (YTA / "transcript.xml.static").read_bytes()
+        return None
+
+    transcript, adapter = _captions(override=serve)
+    assert [s.text for s in transcript.segments][:2] == [
+        "Hey, this is just a test",
+        "this is not the original transcript",
+    ]
+    assert any("/api/timedtext2?" in line for line in adapter.seen)

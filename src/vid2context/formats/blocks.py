@@ -27,6 +27,7 @@ __all__ = [
     "ends_sentence",
     "link_at",
     "md_link_text",
+    "md_text",
     "one_line",
     "paragraphs",
     "plain_text",
@@ -67,6 +68,49 @@ def one_line(text: str | None, limit: int | None = None) -> str:
 def md_link_text(text: str) -> str:
     """Text that cannot end a Markdown link early."""
     return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+# What a CommonMark renderer would not print as written: a ``<`` that opens raw HTML or an
+# autolink, an ``&`` that starts a character reference, ``*`` and backticks (emphasis, code spans,
+# inside which backslashes are not read), an ``_`` that is not inside a word (inside one it never
+# emphasises), the ``](`` of a link, and a backslash that would escape the character after it.
+# One scan for the candidates, a look at their neighbours for each: much faster than lookarounds.
+_MD_CANDIDATE = re.compile(r"[\\<&*`_\]]")
+_MD_REFERENCE = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]*|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
+_ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_TAG_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ/!?")
+
+
+def _md_escape(match: re.Match[str]) -> str:
+    char, text, at = match.group(), match.string, match.start()
+    after = text[at + 1 : at + 2]
+    if char == "\\":
+        escaped = after in _ASCII_PUNCTUATION and after != ""
+    elif char == "<":
+        escaped = after in _TAG_START and after != ""
+    elif char == "&":
+        escaped = _MD_REFERENCE.match(text, at) is not None
+    elif char == "_":
+        escaped = not (at and text[at - 1].isalnum() and after.isalnum())
+    elif char == "]":
+        escaped = after == "("
+    else:  # * and `
+        escaped = True
+    return "\\" + char if escaped else char
+
+
+def md_text(text: str) -> str:
+    """Transcript text that renders as it reads: ``<div>`` is written ``\\<div>``.
+
+    A renderer takes ``<div>`` for HTML (dropped, or worse, a real element in an Obsidian note),
+    ``&lt;`` for ``<``, ``__init__`` for bold and ``[0:00](url)`` for a link like our citations, so
+    a caption would lose the very words it is about, or pass for something it is not. A backslash
+    goes before just those characters; ``a < b``, ``AT&T``, ``snake_case``, ``[Music]`` and the
+    rest stay as they are, so the Markdown still reads as the transcript does, to an agent as to
+    a person. (Extensions beyond CommonMark, such as ``~~`` or Obsidian's ``[[links]]``, are not
+    escaped.)
+    """
+    return _MD_CANDIDATE.sub(_md_escape, text)
 
 
 def segments_of(context: VideoContext) -> list[Segment]:

@@ -2,13 +2,27 @@
 
 Every paragraph starts with its ``[m:ss](link)`` citation, so an agent quoting any paragraph can
 cite it. The pack reuses ``markdown_body`` one heading level down.
+
+Transcript text, speakers and chapter titles go through ``md_text``: a caption saying "wrap it
+in a <div>" renders with its ``<div>`` (a backslash before it in the source) instead of losing it
+to the renderer as HTML, and a caption cannot make a link that passes for a citation. The text
+format and JSON keep the text exactly.
 """
 
 from __future__ import annotations
 
 from ..models import Segment, VideoContext
 from .base import RenderOptions
-from .blocks import chapter_spans, cite, one_line, paragraphs, plain_text, segments_of, split_by_starts
+from .blocks import (
+    chapter_spans,
+    cite,
+    md_text,
+    one_line,
+    paragraphs,
+    plain_text,
+    segments_of,
+    split_by_starts,
+)
 from .header import context_header
 
 __all__ = ["MarkdownFormatter", "markdown_body"]
@@ -36,7 +50,8 @@ def markdown_body(context: VideoContext, *, level: int = 2, limit: int | None = 
     blocks = []
     hashes = "#" * max(1, min(level, 6))
     for span, group in list(zip(spans, groups, strict=True))[: last + 1]:
-        blocks.append(f"{hashes} {one_line(span.title, 200) or 'Untitled'} {cite(context, span.start_sec)}")
+        title = md_text(one_line(span.title, 200)) or "Untitled"
+        blocks.append(f"{hashes} {title} {cite(context, span.start_sec)}")
         if group:
             blocks.append(_cited(context, group))
     return "\n\n".join(blocks)
@@ -45,8 +60,10 @@ def markdown_body(context: VideoContext, *, level: int = 2, limit: int | None = 
 def _cited(context: VideoContext, segments: list[Segment]) -> str:
     blocks = []
     for para in paragraphs(segments):
-        speaker = one_line(para.speaker)
-        blocks.append(f"{cite(context, para.start_sec)} {f'{speaker}: ' if speaker else ''}{para.text}")
+        speaker = md_text(one_line(para.speaker))
+        blocks.append(
+            f"{cite(context, para.start_sec)} {f'{speaker}: ' if speaker else ''}{md_text(para.text)}"
+        )
     return "\n\n".join(blocks)
 
 

@@ -2,6 +2,13 @@
 
 A blank line ends a cue in SRT, so every line of a segment is trimmed and empty lines are dropped;
 segments with no text are left out and the rest are numbered from 1 without gaps.
+
+Text is written as it is, ``<``, ``>`` and ``&`` included: SubRip has no escaping. ``&lt;`` would
+be shown as four characters by the ``srt`` library, ffmpeg (and so mpv) and MPC-HC alike, so
+escaping would corrupt every file to help none. The format cannot say everything, though:
+ffmpeg-based players drop tags they do not know (``<div>``) and all of them style ``<i>``, and
+readers that decode entities as VLC does turn a spelled-out ``&amp;lt;`` into ``&lt;``. WebVTT
+(which escapes) and JSON carry caption text exactly.
 """
 
 from __future__ import annotations

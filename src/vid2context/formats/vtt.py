@@ -1,8 +1,9 @@
 """WebVTT (``.vtt``): ``HH:MM:SS.mmm`` times, cue text escaped as the spec requires.
 
-In cue text ``&``, ``<`` and ``>`` are written as character references, so transcript text can
-neither open a tag nor contain ``-->`` (which would end the timing line's meaning); blank lines,
-which end a cue, are dropped. A speaker becomes a voice span, ``<v Name>``.
+In cue text ``&``, ``<`` and ``>`` are written as character references (the spec requires it of
+``&`` and ``<``; ``>`` too, so no cue contains ``-->``), which is what lets a caption saying
+``<div>`` or ``&amp;lt;`` come back from any WebVTT reader as it was said; blank lines, which end
+a cue, are dropped. A speaker becomes a voice span, ``<v Name>``.
 """
 
 from __future__ import annotations

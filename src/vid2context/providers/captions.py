@@ -8,8 +8,22 @@ Formats, sniffed from the text itself so a server that ignores ``fmt=`` still pa
 - **classic timedtext / srv1**: ``<transcript><text start="s" dur="s">...</text>``; srv2's
   ``<text t="ms" d="ms">`` too.
 
-Text is stripped of markup, HTML-unescaped and whitespace-collapsed; empty cues are dropped.
-``end_sec`` is ``start + duration`` as the file says (cues may overlap; never negative).
+Caption text comes out as the captioner wrote it, whitespace collapsed; empty cues are dropped.
+``end_sec`` is ``start + duration`` as the file says (cues may overlap; never negative). What that
+takes depends on how each format nests text:
+
+- json3 is JSON whose strings are the text itself, with no markup and no entities: a ``<price>``
+  or an ``&amp;`` in a ``utf8`` string is kept as it is.
+- The timedtext XML formats carry HTML inside XML. A cue's character data, once XML-decoded, is
+  HTML: YouTube's formatting tags (``<i>``, ``<b>``, ``<u>``, ``<font color=...>``) as markup,
+  and the text HTML-escaped (``&amp;#39;`` in the file is ``&#39;`` in the HTML, ``'`` in the
+  text; the recorded ``&lt;i>not&lt;/i>`` is italic markup). So there are exactly two decodes:
+  the XML one, then, once the formatting tags are out, one HTML decode. Each is a single pass:
+  a captioner who typed ``&amp;lt;`` (``&amp;amp;amp;lt;`` in the file) gets ``&amp;lt;`` back,
+  where decoding until nothing changes would give ``<``. Only those four tags are markup; any
+  other tag-like text (``<price>``, ``<div>``, ``a < b > c``) is words, whether YouTube escaped
+  it in the HTML or not. Removing every tag after decoding, as youtube-transcript-api does, is
+  how ``performance & <price>.`` came out as ``performance & .``.
 
 XML comes from the network, so a document carrying a DOCTYPE or an entity declaration is refused
 before parsing (no billion laughs, no external entities), as is anything over ``MAX_CAPTION_CHARS``.
@@ -47,7 +61,6 @@ __all__ = [
 ]
 
 MAX_CAPTION_CHARS = 20_000_000
-_TAG = re.compile(r"<[^>]*>")
 _HOSTILE = re.compile(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
 
 # The fast path reads the two shapes YouTube actually serves with one regex each; a document
@@ -59,33 +72,78 @@ _SRV3_CUE = re.compile(
 )
 _CLOSED_ROOT = re.compile(r"</(?:transcript|timedtext)>\s*$")
 # Cue texts are cleaned in one batch joined by NUL, which a caption file cannot contain (XML
-# forbids it; the fast path refuses documents that have one); tags never span the separator.
+# forbids it; the fast path refuses documents that have one); no pattern below crosses it.
 _SEP = "\x00"
-_BATCH_TAG = re.compile(r"<[^>\x00]*>")
-# Caption files use the five XML entities almost exclusively; decoding those with str.replace is
-# an order of magnitude faster than html.unescape's per-entity callback. Anything else falls back.
-_OTHER_ENTITY = re.compile(r"&(?!(?:lt|gt|quot|apos|amp|#39|#x27);)")
-_XML_ENTITIES = (
-    ("&lt;", "<"),
-    ("&gt;", ">"),
-    ("&quot;", '"'),
-    ("&apos;", "'"),
-    ("&#39;", "'"),
-    ("&#x27;", "'"),
-    ("&amp;", "&"),
+# An element tag in raw XML (``<s t="200" ac="0">``, ``</s>``); quoted values may hold ``>``.
+# Possessive quantifiers: a tag never needs backtracking, and srv3 has one per word.
+_XML_TAG = re.compile(r"""<[^<>"'\x00]*+(?:(?:"[^"\x00]*+"|'[^'\x00]*+')[^<>"'\x00]*+)*+>""")
+# YouTube's formatting markup in the HTML layer, and nothing else (see the module docstring).
+_FORMATTING_TAG = re.compile(
+    r"""</?(?:b|i|u|font)(?:[ \t\r\n\f](?:[^<>"'\x00]|"[^"\x00]*"|'[^'\x00]*')*)?/?>""", re.IGNORECASE
 )
+# XML's references: its five named entities and numeric character references, nothing else.
+_XML_REF = re.compile(r"&(?:(lt|gt|amp|quot|apos)|#([0-9]+)|#x([0-9a-fA-F]+));")
+_XML_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
+_NOT_XML_NAMED = re.compile(r"&(?!(?:lt|gt|quot|apos|amp);)")
+_STRAY_AMPERSAND = re.compile(r"&(?!(?:lt|gt|amp|quot|apos|#[0-9]+|#x[0-9a-fA-F]+);)")
+# Caption files use the five XML entities almost exclusively; decoding those with str.replace is
+# an order of magnitude faster than a per-entity callback. ``&amp;`` comes last, so the "&" it
+# makes is never read again: one level of decoding, whatever the order of the others.
+_XML_ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&"))
+_HTML_ENTITIES = (*_XML_ENTITIES[:4], ("&#39;", "'"), ("&#x27;", "'"), ("&amp;", "&"))
+_NOT_COMMON_HTML = re.compile(r"&(?!(?:lt|gt|quot|apos|amp|#39|#x27);)")
 
 
-def _unescape_once(text: str) -> str:
-    """One level of entity decoding (``&amp;lt;`` becomes ``&lt;``, not ``<``)."""
+class _NotXml(ValueError):
+    """A reference XML does not allow: the document is not XML, the strict path says why."""
+
+
+def _xml_char(match: re.Match[str]) -> str:
+    name, decimal, hexadecimal = match.groups()
+    if name:
+        return _XML_NAMED[name]
+    code = int(decimal) if decimal else int(hexadecimal, 16)
+    if (
+        code in (0x9, 0xA, 0xD)
+        or 0x20 <= code <= 0xD7FF
+        or 0xE000 <= code <= 0xFFFD
+        or 0x10000 <= code <= 0x10FFFF
+    ):
+        return chr(code)
+    raise _NotXml(match.group(0))
+
+
+def _xml_unescape(text: str) -> str:
+    """The XML parser's one level of decoding; ``_NotXml`` where a parser would stop."""
     if "&" not in text:
         return text
-    if _OTHER_ENTITY.search(text):
+    if _NOT_XML_NAMED.search(text) is None:
+        for entity, char in _XML_ENTITIES:
+            if entity in text:
+                text = text.replace(entity, char)
+        return text
+    if _STRAY_AMPERSAND.search(text):
+        raise _NotXml("an & that starts no reference")
+    return _XML_REF.sub(_xml_char, text)  # one pass: a "&" it makes is not read again
+
+
+def _html_unescape(text: str) -> str:
+    """One level of HTML decoding (``&amp;lt;`` becomes ``&lt;``, not ``<``)."""
+    if "&" not in text:
+        return text
+    if _NOT_COMMON_HTML.search(text):
         return html.unescape(text)
-    for entity, char in _XML_ENTITIES:  # &amp; last, so a decoded "&" is not decoded again
+    for entity, char in _HTML_ENTITIES:
         if entity in text:
             text = text.replace(entity, char)
     return text
+
+
+def _html_text(markup: str) -> str:
+    """The text of a cue's HTML layer: YouTube's formatting tags out, then one HTML decode."""
+    if "<" in markup:
+        markup = _FORMATTING_TAG.sub("", markup)
+    return _html_unescape(markup)
 
 
 def _bad(source: str, why: str) -> VidError:
@@ -97,37 +155,42 @@ def _bad(source: str, why: str) -> VidError:
     )
 
 
-def clean_text(raw: str) -> str:
-    """Markup out, entities decoded, runs of whitespace (newlines included) made one space."""
-    return " ".join(html.unescape(_TAG.sub("", raw)).split())
+def clean_text(markup: str) -> str:
+    """One cue's text from its HTML layer (timedtext character data after XML decoding):
+    YouTube's formatting tags out, entities decoded once, runs of whitespace made one space."""
+    return " ".join(_html_text(markup).split())
 
 
-def _clean_many(raws: list[str], *, escaped: bool) -> list[str]:
-    """``clean_text`` for many cues at once: one regex pass and one unescape for the lot.
+def _clean_many(raws: list[str], *, layer: str) -> list[str]:
+    """The text of many cues at once: one regex pass and one decode for the lot.
 
-    ``escaped`` texts are raw XML character data, whose first unescape is the XML decoding that a
-    parser would have done; then comes the same cleaning ``clean_text`` applies.
+    ``layer`` says what the strings are: ``xml``, raw XML character data (the fast path), whose
+    element tags and XML decoding are what a parser would have done; ``html``, character data a
+    parser already decoded; ``plain``, text that is nothing but text (json3). Raises ``_NotXml``
+    when ``xml`` strings are not well-formed.
     """
     if not raws:
         return []
     joined = _SEP.join(raws)
-    if escaped:
-        joined = _unescape_once(_BATCH_TAG.sub("", joined) if "<" in joined else joined)
-    if "<" in joined:
-        joined = _BATCH_TAG.sub("", joined)
+    if layer == "xml":
+        if "<" in joined:
+            joined = _XML_TAG.sub("", joined)
+            if "<" in joined:
+                raise _NotXml("a < that starts no tag")
+        joined = _xml_unescape(joined)
+    if layer != "plain":
+        joined = _html_text(joined)
     # str.split() collapses every run of whitespace in C; NUL is not whitespace, so the
     # separators survive, each with at most a space on either side for strip() to take.
-    joined = " ".join(_unescape_once(joined).split())
+    joined = " ".join(joined.split())
     return [text.strip() for text in joined.split(_SEP)]
 
 
-def _segments(
-    starts: list[float], durations: list[float], raws: list[str], *, escaped: bool
-) -> list[Segment]:
+def _segments(starts: list[float], durations: list[float], texts: list[str]) -> list[Segment]:
     """Segments from parallel lists, dropping empty cues and impossible times."""
     segments: list[Segment] = []
     append = segments.append
-    for start, duration, text in zip(starts, durations, _clean_many(raws, escaped=escaped), strict=True):
+    for start, duration, text in zip(starts, durations, texts, strict=True):
         if not text or math.isnan(start) or math.isinf(start):
             continue
         if start < 0:
@@ -185,7 +248,7 @@ def parse_json3(data: str | bytes | Mapping[str, Any], *, source: str = "the vid
             raws = [
                 "".join(seg.utf8 for seg in e.segs).replace(_SEP, "") for e in events if e.segs is not None
             ]
-            return _segments(starts, durations, raws, escaped=False)
+            return _segments(starts, durations, _clean_many(raws, layer="plain"))
         data = json.loads(data)
     return _parse_json3_leniently(data, source)
 
@@ -204,7 +267,8 @@ def _parse_json3_leniently(data: Any, source: str) -> list[Segment]:
         starts.append(round(_number(event.get("tStartMs"), math.nan) / 1000.0, 3))
         durations.append(_number(event.get("dDurationMs")) / 1000.0)
         raws.append(text.replace(_SEP, ""))
-    return _segments(starts, durations, raws, escaped=False)  # blank aAppend line breaks drop here
+    # blank aAppend line breaks drop here
+    return _segments(starts, durations, _clean_many(raws, layer="plain"))
 
 
 def parse_timedtext_xml(text: str | bytes, *, source: str = "the video") -> list[Segment]:
@@ -233,7 +297,10 @@ def _parse_fast(text: str) -> list[Segment] | None:
     matches = pattern.findall(text)
     if len(matches) != text.count(tag) or "<![CDATA[" in text or "<!--" in text:
         return None
-    texts = _clean_many([body for _, _, body in matches], escaped=True)
+    try:
+        texts = _clean_many([body for _, _, body in matches], layer="xml")
+    except _NotXml:
+        return None  # the strict path says what is wrong with it
     segments: list[Segment] = []
     append = segments.append
     try:  # one tight loop: this is the hot path for every YouTube transcript
@@ -270,7 +337,7 @@ def _parse_tree(text: str, source: str) -> list[Segment]:
         starts.append(start if math.isnan(start) else round(start, 3))
         durations.append(duration)
         raws.append("".join(element.itertext()).replace(_SEP, ""))
-    return _segments(starts, durations, raws, escaped=False)
+    return _segments(starts, durations, _clean_many(raws, layer="html"))
 
 
 def parse_captions(text: str | bytes, *, source: str = "the video") -> list[Segment]:

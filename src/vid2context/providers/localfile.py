@@ -14,7 +14,10 @@ about the file is revealed, so a path outside the roots cannot be used to learn 
 
 Transcripts, most faithful first: a sidecar subtitle file (``talk.srt``, ``talk.vtt``,
 ``talk.en.vtt``, ``talk.pt-BR.forced.srt``: origin ``sidecar``), then a text subtitle stream inside
-the file (SubRip, ASS, WebVTT, mov_text; converted to WebVTT by ffmpeg: origin ``embedded``).
+the file (SubRip, ASS, WebVTT, mov_text: origin ``embedded``). SubRip and WebVTT streams are copied
+out as they are; the others are converted to WebVTT by ffmpeg. Copying is what keeps the text:
+ffmpeg's SubRip decoder drops every tag it does not know (``<price>``, ``<div>``) and reads
+``a < b > c`` as bold, so a converted SubRip stream has lost words before we see it.
 Bitmap subtitles (DVD, Blu-ray) cannot become text and are skipped. With neither, ``no-transcript``:
 the speech-to-text ladder takes over with ``extract_audio``.
 
@@ -84,6 +87,8 @@ _TEXT_SUBTITLE_CODECS = {
     "jacosub", "sami", "realtext", "stl", "mpl2", "pjs", "vplayer",
 }  # fmt: skip
 _SIDECAR_EXTENSIONS = ("srt", "vtt")
+_COPIED_AS = {"subrip": "srt", "srt": "srt", "webvtt": "webvtt"}
+"""Embedded text streams read as the file holds them (ffmpeg ``-c:s copy``), by codec: the muxer."""
 _LANGUAGE = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*")
 _NOT_LANGUAGES = {"forced", "sdh", "cc", "hi", "default", "full", "sub", "subs", "eng_sdh"}
 _ISO639_2 = {
@@ -382,6 +387,8 @@ class _Source:
     """A file name, or ``stream #N``."""
     path: Path | None = None
     stream: int | None = None
+    codec: str | None = None
+    """ffprobe's ``codec_name`` of an embedded stream."""
 
 
 def _sidecar_language(middle: str) -> str | None:
@@ -587,7 +594,8 @@ class LocalFileProvider:
             label = f"stream #{stream['index']}"
             name = _tag(tags, "title") or f"{label} ({stream.get('codec_name')})"
             track = CaptionTrack(language=language or "und", name=name, kind="manual")
-            tracks.append((track, _Source("embedded", label, stream=stream["index"])))
+            source = _Source("embedded", label, stream=stream["index"], codec=stream.get("codec_name"))
+            tracks.append((track, source))
         return tracks
 
     async def _read(self, path: Path, source: _Source, ctx: Ctx) -> list[Segment]:
@@ -602,14 +610,23 @@ class LocalFileProvider:
             text = _decode(source.path.read_bytes())
             is_vtt = source.label.lower().endswith(".vtt") or text.lstrip("\ufeff \r\n").startswith("WEBVTT")
             return parse_vtt(text) if is_vtt else parse_srt(text)
-        argv = [
-            self._ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-i", f"file:{path}",
-            "-map", f"0:{source.stream}", "-f", "webvtt", "-",
-        ]  # fmt: skip
-        done = await run_program(
-            argv, ctx, timeout=SUBTITLE_TIMEOUT_S, what="ffmpeg", missing_hint=_tool_missing_hint("ffmpeg")
-        )
-        if done.returncode != 0:
+        copied = _COPIED_AS.get(source.codec or "")
+        ways = [(copied, ["-c:s", "copy"])] if copied else []
+        for fmt, codec in [*ways, ("webvtt", [])]:  # a copy the muxer refuses is converted instead
+            argv = [
+                self._ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-i", f"file:{path}",
+                "-map", f"0:{source.stream}", *codec, "-f", fmt, "-",
+            ]  # fmt: skip
+            done = await run_program(
+                argv,
+                ctx,
+                timeout=SUBTITLE_TIMEOUT_S,
+                what="ffmpeg",
+                missing_hint=_tool_missing_hint("ffmpeg"),
+            )
+            if done.returncode == 0:
+                break
+        else:
             return []  # this stream cannot be converted; the next track is tried
         if len(done.stdout) > MAX_CAPTION_CHARS:
             raise VidError(
@@ -617,7 +634,7 @@ class LocalFileProvider:
                 f"The subtitle {source.label} of {_shown(path.name)} is too large to read.",
                 hint="Use mode=stt to transcribe the audio instead.",
             )
-        return parse_vtt(done.stdout)
+        return parse_srt(done.stdout) if fmt == "srt" else parse_vtt(done.stdout)
 
 
 def _iso_date(value: str | None) -> str | None:

@@ -10,11 +10,26 @@ yt-dlp hands us ``.vtt`` (and sometimes ``.srt``) files, and a local video often
 
 The parsers are lenient, as players are: a byte-order mark, CRLF or CR line ends, a missing
 ``WEBVTT`` header or SRT counter, cue settings, one-digit hours, ``.`` or ``,`` before the
-milliseconds, ``NOTE``/``STYLE``/``REGION`` blocks, styling tags (``<i>``, ``<c.x>``, ``<font>``,
-ASS ``{\\an8}`` overrides) and entities are all accepted. A WebVTT voice tag ``<v Name>`` becomes the
-segment's speaker. YouTube's automatic WebVTT repeats the previous line at the top of each cue (a
-rolling two-line window with ``<00:00:01.234>`` word timings): when a file has word timings, lines
-repeated from the cue before are dropped, so every word appears once.
+milliseconds and ``NOTE``/``STYLE``/``REGION`` blocks are all accepted. A WebVTT voice tag
+``<v Name>`` becomes the segment's speaker. YouTube's automatic WebVTT repeats the previous line
+at the top of each cue (a rolling two-line window with ``<00:00:01.234>`` word timings): when a
+file has word timings, lines repeated from the cue before are dropped, so every word appears once.
+
+Cue text comes out as written: only each format's own markup is removed, then its character
+references are decoded, once.
+
+- WebVTT: the cue span tags (``c``, ``i``, ``b``, ``u``, ``ruby``, ``rt``, ``v``, ``lang``, with
+  classes and annotations), timestamp tags ``<00:00:01.000>``, and ``<font>``, which files
+  converted from SRT carry. The spec has ``<`` and ``&`` written as ``&lt;`` and ``&amp;``, so
+  ``&lt;div&gt;`` is the text ``<div>``. Other tag-like text is kept: a conforming file has none
+  (the spec would drop such a tag unseen), but writers that do not escape exist (ffmpeg's WebVTT
+  output is one), and in their files ``a < b > c`` and ``<div>`` are words.
+- SubRip: ``<b>``, ``<i>``, ``<u>``, ``<s>``, ``<font>`` (any case), ASS ``{\\an8}`` overrides and
+  the ``<v Name>`` of files converted from WebVTT. SubRip has no escaping of its own: ``<`` and
+  ``>`` are written bare (YouTube's ``.srt`` downloads do), and other tag-like text is kept.
+  Character references are decoded nonetheless, as VLC does, because files from HTML-minded
+  tools write ``&amp;`` for ``&``; the price is that a cue spelling out an entity (``&amp;lt;``)
+  loses a level, which is why SRT is not our faithful export (WebVTT and JSON are).
 
 Blocks that are not cues are skipped, cues without text are dropped, an end before its start
 becomes the start. Only a file over ``MAX_CAPTION_CHARS`` is an error (``too-large``); a file with
@@ -40,7 +55,12 @@ SUBTITLE_EXTENSIONS = ("vtt", "srt", "json3", "srv3", "srv2", "srv1")
 
 _TIME = r"(?:(\d+):)?(\d{1,2}):(\d{1,2})(?:[.,](\d{1,3}))?"
 _TIMING = re.compile(rf"^\s*{_TIME}\s*-->\s*{_TIME}(?:\s+.*)?$")
-_TAG = re.compile(r"<[^>]*>")
+_WEBVTT_TAG = re.compile(
+    r"</?(?:c|i|b|u|ruby|rt|v|lang|font)(?:\.[^\s<>.]*)*(?:[ \t\f][^<>]*)?>"
+    r"|<(?:\d+:)?\d{1,2}:\d{2}[.,]\d{3}>",
+    re.IGNORECASE,
+)
+_SUBRIP_TAG = re.compile(r"</?(?:b|i|u|s|font|v)(?:[ \t.][^<>]*)?/?>", re.IGNORECASE)
 _ASS_OVERRIDE = re.compile(r"\{\\[^}]*\}")
 _VOICE = re.compile(r"<v(?:\.[^\s>]*)?\s+([^>]+)>")
 _WORD_TIMING = re.compile(r"<\d{1,2}:\d{2}:\d{2}[.,]\d{3}>|<\d{1,2}:\d{2}[.,]\d{3}>")
@@ -63,12 +83,12 @@ def _lines(text: str | bytes) -> list[str]:
     return text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def _clean(lines: list[str]) -> tuple[str, str | None]:
-    """The cue's text on one line, without markup, and the speaker of its first voice tag."""
+def _clean(lines: list[str], *, vtt: bool) -> tuple[str, str | None]:
+    """The cue's text on one line, without its format's markup, and the speaker of its first voice tag."""
     raw = "\n".join(lines)
     voice = _VOICE.search(raw)
     speaker = " ".join(html.unescape(voice.group(1)).split()) if voice else None
-    text = _ASS_OVERRIDE.sub("", _TAG.sub("", raw))
+    text = _WEBVTT_TAG.sub("", raw) if vtt else _ASS_OVERRIDE.sub("", _SUBRIP_TAG.sub("", raw))
     text = html.unescape(text).replace("\u200e", "").replace("\u200f", "")
     return " ".join(text.split()), speaker or None
 
@@ -103,19 +123,19 @@ def _cues(lines: list[str], *, vtt: bool) -> list[tuple[float, float, list[str]]
     return cues
 
 
-def _segments(cues: list[tuple[float, float, list[str]]], *, rolling: bool) -> list[Segment]:
+def _segments(cues: list[tuple[float, float, list[str]]], *, vtt: bool, rolling: bool) -> list[Segment]:
     segments: list[Segment] = []
     previous: list[str] = []
     for start, end, body in cues:
         lines = [line for line in body if line.strip()]
         if rolling:
-            plain = [" ".join(_TAG.sub("", line).split()) for line in lines]
+            plain = [" ".join(html.unescape(_WEBVTT_TAG.sub("", line)).split()) for line in lines]
             shown = plain
             while plain and previous and plain[0] in previous:  # the rolling window's repeated line
                 plain = plain[1:]
                 lines = lines[1:]
             previous = shown
-        text, speaker = _clean(lines)
+        text, speaker = _clean(lines, vtt=vtt)
         if not text:
             continue
         segments.append(Segment(start_sec=round(start, 3), end_sec=round(end, 3), text=text, speaker=speaker))
@@ -139,12 +159,12 @@ def parse_vtt(text: str | bytes) -> list[Segment]:
         if not skipping:
             kept.append(line)
     rolling = any(_WORD_TIMING.search(line) for line in kept)
-    return _segments(_cues(kept, vtt=True), rolling=rolling)
+    return _segments(_cues(kept, vtt=True), vtt=True, rolling=rolling)
 
 
 def parse_srt(text: str | bytes) -> list[Segment]:
     """Segments from a SubRip file; the counters are ignored (players ignore them too)."""
-    return _segments(_cues(_lines(text), vtt=False), rolling=False)
+    return _segments(_cues(_lines(text), vtt=False), vtt=False, rolling=False)
 
 
 def parse_subtitles(text: str | bytes, *, ext: str | None = None, source: str = "the video") -> list[Segment]:

@@ -16,6 +16,13 @@ library is not thread-safe) over our own ``requests.Session``, which:
 It reads captions only: ``metadata`` answers ``no-provider`` (the library has no metadata API), so
 the pipeline moves on to the next rung for that stage.
 
+The library finds and fetches the track; its text is read by ``captions.parse_timedtext_xml``
+from the file the session saw (``/api/timedtext``). The library's own parser decodes the HTML and
+then removes every tag, ``preserve_formatting`` or not (that keeps a list of HTML formatting tags
+and still removes the rest), so ``<price>`` or ``<div>`` in a caption would be lost; read by our
+parser, this rung gives the same text as the InnerTube one. Its snippets are the fallback should
+a release fetch the file from elsewhere.
+
 The library's typed errors, as ours (same failure, same code as the InnerTube rung)::
 
     TranscriptsDisabled, NoTranscriptFound, NotTranslatable,
@@ -37,6 +44,7 @@ import math
 import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 from xml.etree.ElementTree import ParseError
 
 import requests
@@ -48,7 +56,7 @@ from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
 from ..models import CaptionTrack, Comment, Segment, Transcript, VideoMetadata, VideoRef
 from ..settings import Settings
-from .captions import choose_track
+from .captions import choose_track, parse_timedtext_xml
 
 __all__ = ["PRODUCER", "TranscriptApiProvider", "transcript_api_error"]
 
@@ -169,6 +177,8 @@ class _Session(requests.Session):
         self._ctx = ctx
         if proxy:
             self.proxies = {"http": proxy, "https": proxy}
+        self.caption_file: bytes | None = None
+        """The body of the last caption file fetched through this session."""
 
     def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
         self._ctx.check()  # raises VidError in the worker thread; the library lets it through
@@ -179,7 +189,10 @@ class _Session(requests.Session):
         kwargs.setdefault(
             "timeout", self._timeout if remaining is None else max(0.1, min(self._timeout, remaining))
         )
-        return super().request(method, text, *args, **kwargs)
+        response = super().request(method, text, *args, **kwargs)
+        if urlsplit(text).path == "/api/timedtext":
+            self.caption_file = response.content
+        return response
 
 
 class TranscriptApiProvider:
@@ -220,11 +233,11 @@ class TranscriptApiProvider:
         )
 
     async def caption_tracks(self, ref: VideoRef, ctx: Ctx) -> list[CaptionTrack]:
-        tracks, _ = await self._call(ref, ctx, lambda api, vid: _tracks(api.list(vid)))
+        tracks, _ = await self._call(ref, ctx, lambda api, vid, session: _tracks(api.list(vid)))
         return tracks
 
     async def captions(self, ref: VideoRef, ctx: Ctx, *, lang: str | None = None) -> Transcript:
-        return await self._call(ref, ctx, lambda api, vid: _read(api, vid, lang, ctx))
+        return await self._call(ref, ctx, lambda api, vid, session: _read(api, session, vid, lang, ctx))
 
     async def items(self, ref: VideoRef, ctx: Ctx, *, limit: int | None = None) -> list[VideoRef]:
         return [ref]
@@ -238,7 +251,7 @@ class TranscriptApiProvider:
 
     # -- running the library off the event loop --
 
-    def _session(self, ctx: Ctx) -> requests.Session:
+    def _session(self, ctx: Ctx) -> _Session:
         session = _Session(origin=self._origin, timeout=self._timeout, ctx=ctx, proxy=self._proxy)
         if self._adapter is not None:
             adapter = self._adapter if isinstance(self._adapter, BaseAdapter) else self._adapter()
@@ -246,7 +259,9 @@ class TranscriptApiProvider:
             session.mount("http://", adapter)
         return session
 
-    async def _call(self, ref: VideoRef, ctx: Ctx, work: Callable[[YouTubeTranscriptApi, str], Any]) -> Any:
+    async def _call(
+        self, ref: VideoRef, ctx: Ctx, work: Callable[[YouTubeTranscriptApi, str, _Session], Any]
+    ) -> Any:
         vid = ref.native_id
         if not _VIDEO_ID.fullmatch(vid):
             raise VidError(
@@ -258,7 +273,7 @@ class TranscriptApiProvider:
             with self._session(ctx) as session:
                 api = YouTubeTranscriptApi(http_client=session)
                 try:
-                    return work(api, vid)
+                    return work(api, vid, session)
                 except VidError:
                     raise
                 except _EXPECTED as exc:
@@ -291,7 +306,7 @@ def _tracks(listing: Any) -> tuple[list[CaptionTrack], list[Any]]:
     return tracks, found
 
 
-def _read(api: YouTubeTranscriptApi, vid: str, lang: str | None, ctx: Ctx) -> Transcript:
+def _read(api: YouTubeTranscriptApi, session: _Session, vid: str, lang: str | None, ctx: Ctx) -> Transcript:
     listing = api.list(vid)
     tracks, originals = _tracks(listing)
     translations: list[str] = []
@@ -309,15 +324,13 @@ def _read(api: YouTubeTranscriptApi, vid: str, lang: str | None, ctx: Ctx) -> Tr
     if choice.translate_to:
         chosen = chosen.translate(choice.translate_to)
     ctx.progress("captions", None, f"downloading {choice.translate_to or track.language} captions")
+    session.caption_file = None
     fetched = chosen.fetch()
-    segments: list[Segment] = []
-    for snippet in fetched.snippets:
-        text = " ".join(str(snippet.text).split())
-        start, duration = float(snippet.start), float(snippet.duration)
-        if not text or not math.isfinite(start) or start < 0:
-            continue
-        duration = duration if math.isfinite(duration) and duration > 0 else 0.0
-        segments.append(Segment(start_sec=round(start, 3), end_sec=round(start + duration, 3), text=text))
+    if session.caption_file is not None:
+        subject = f"video {vid} ({choice.translate_to or track.language})"
+        segments = parse_timedtext_xml(session.caption_file, source=subject)
+    else:
+        segments = _snippet_segments(fetched.snippets)
     if not segments:
         raise VidError(
             ErrorCode.NO_TRANSCRIPT, f"The {track.language} captions of video {vid} are empty.", hint=HINT_STT
@@ -331,3 +344,16 @@ def _read(api: YouTubeTranscriptApi, vid: str, lang: str | None, ctx: Ctx) -> Tr
         segments=segments,
         note=choice.note,
     )
+
+
+def _snippet_segments(snippets: Any) -> list[Segment]:
+    """The library's own text (tags removed), for a caption file our session did not see."""
+    segments: list[Segment] = []
+    for snippet in snippets:
+        text = " ".join(str(snippet.text).split())
+        start, duration = float(snippet.start), float(snippet.duration)
+        if not text or not math.isfinite(start) or start < 0:
+            continue
+        duration = duration if math.isfinite(duration) and duration > 0 else 0.0
+        segments.append(Segment(start_sec=round(start, 3), end_sec=round(start + duration, 3), text=text))
+    return segments
