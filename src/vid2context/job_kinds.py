@@ -1,7 +1,8 @@
 """The built-in job kinds: ``context``, ``items``, ``bundle``, ``ingest`` and ``refresh``.
 
 Each kind checks its input and options before anything is queued (a bad request never becomes a
-failed job), then runs on the same core functions the REST routes and MCP tools call::
+failed job), then runs on the same core functions the REST routes and MCP tools call (``items`` and
+``bundle`` read their videos with ``batch.read_videos``, as ``/pack`` does)::
 
     context  input: one video URL or id             options: mode, lang, refresh
              result: the VideoContext
@@ -22,21 +23,19 @@ and a ``failed`` entry. Option names are the wire's (camelCase); unknown ones ar
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import re
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from . import library, pipeline
+from .batch import MAX_VIDEOS as MAX_BUNDLE_VIDEOS
+from .batch import read_videos
 from .bundle import build_bundle
 from .collections_io import MAX_CONCURRENCY, MAX_VIDEOS, check_run, is_int_in
 from .errors import ErrorCode, VidError
 from .formats import get_formatter
 from .inputs import is_list
-from .jobs import JobError, JobKind, JobRun
-from .models import Base, Collection, FailedInput, RefreshSummary, VideoContext, VideoRef, VideoSummary
+from .jobs import JobKind, JobRun
+from .models import Base, Collection, FailedInput, RefreshSummary, VideoContext, VideoSummary
 from .storage.base import summarize
 
 if TYPE_CHECKING:
@@ -44,19 +43,12 @@ if TYPE_CHECKING:
 
 __all__ = ["BUILTIN_KINDS", "MAX_BUNDLE_VIDEOS", "BundleResult", "CollectionResult", "ItemsResult"]
 
-log = logging.getLogger("vid2context.jobs")
-
-MAX_BUNDLE_VIDEOS = 100
 _LANG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*")
 _MAX_BUDGET = 10_000_000
 
 
 def _bad(message: str, hint: str) -> VidError:
     return VidError(ErrorCode.BAD_REQUEST, message, hint=hint)
-
-
-def _error_of(error: VidError) -> JobError:
-    return JobError(code=error.code.value, message=error.message, hint=error.hint)
 
 
 # --- checks shared by the kinds -----------------------------------------------------------------
@@ -107,51 +99,6 @@ def _failed(text: str, error: VidError) -> FailedInput:
     return FailedInput(input=text[:200], code=error.code.value, message=error.message, hint=error.hint)
 
 
-def _item_error(error: VidError) -> dict[str, Any]:
-    return msgspec.to_builtins(_error_of(error))
-
-
-async def _read_each(
-    run: JobRun,
-    refs: list[tuple[str, VideoRef]],
-    *,
-    concurrency: int,
-    mode: str = "auto",
-    lang: str | None = None,
-    refresh: bool = False,
-) -> list[VideoContext | tuple[str, VidError]]:
-    """Every video, ``concurrency`` at a time, in input order; one ``item`` and one ``progress``
-    event per video as it finishes."""
-    semaphore = asyncio.Semaphore(concurrency)
-    total, done = len(refs), 0
-    await run.progress(0, total, f"{total} videos to read")
-
-    async def one(label: str, ref: VideoRef) -> VideoContext | tuple[str, VidError]:
-        nonlocal done
-        try:
-            async with semaphore:
-                context = await pipeline.get_context(
-                    run.runtime, ref, mode=mode, lang=lang, refresh=refresh, ctx=run.ctx
-                )
-            outcome: VideoContext | tuple[str, VidError] = context
-            event: dict[str, Any] = {"id": context.id, "outcome": "ok", "title": context.metadata.title}
-        except VidError as error:
-            if error.code is ErrorCode.CANCELED:
-                raise
-            outcome = (label, error)
-            event = {"id": ref.id, "outcome": "error", "error": _item_error(error)}
-        except Exception:  # a bug: logged, reported as internal, and the others go on
-            log.exception("reading %s for job %s failed", ref.id, run.id)
-            outcome = (label, VidError.internal())
-            event = {"id": ref.id, "outcome": "error", "error": _item_error(VidError.internal())}
-        done += 1
-        await run.item(event)
-        await run.progress(done, total, f"{done} of {total} videos read")
-        return outcome
-
-    return list(await asyncio.gather(*(one(label, ref) for label, ref in refs)))
-
-
 # --- the built-in kinds ---------------------------------------------------------------------------
 
 
@@ -190,12 +137,18 @@ class ItemsResult(Base):
 
 async def _run_items(run: JobRun) -> ItemsResult:
     refs = await pipeline.list_items(run.runtime, run.input, limit=run.options["limit"], ctx=run.ctx)
-    outcomes = await _read_each(
-        run, [(ref.url or ref.id, ref) for ref in refs], concurrency=run.options["concurrency"]
+    found = await read_videos(
+        run.runtime,
+        refs,
+        ctx=run.ctx,
+        limit=None,
+        concurrency=run.options["concurrency"],
+        on_item=run.item,
+        on_progress=run.progress_event,
     )
     return ItemsResult(
-        items=[summarize(o) for o in outcomes if isinstance(o, VideoContext)],
-        failed=[_failed(*o) for o in outcomes if not isinstance(o, VideoContext)],
+        items=[summarize(context) for context in found.contexts],
+        failed=[_failed(label, error) for label, error in found.failed],
     )
 
 
@@ -239,44 +192,19 @@ class BundleResult(Base):
 
 async def _run_bundle(run: JobRun) -> BundleResult:
     runtime, options = run.runtime, run.options
-    refs: list[tuple[str, VideoRef]] = []
-    failed: list[tuple[str, VidError]] = []
-    seen: set[str] = set()
-    for text in run.input:
-        try:
-            ref = pipeline.resolve(runtime, text)
-            found = [(text, ref)]
-            if is_list(ref):
-                wanted = max(1, min(MAX_BUNDLE_VIDEOS - len(seen) + 1, runtime.settings.max_playlist_items))
-                listed = await pipeline.list_items(runtime, ref, limit=wanted, ctx=run.ctx)
-                found = [(video.url or video.id, video) for video in listed]
-        except VidError as error:
-            if error.code is ErrorCode.CANCELED:
-                raise
-            failed.append((text, error))
-            await run.item({"id": text[:200], "outcome": "error", "error": _item_error(error)})
-            continue
-        for label, video in found:
-            if video.id not in seen:
-                seen.add(video.id)
-                refs.append((label, video))
-        if len(seen) > MAX_BUNDLE_VIDEOS:
-            raise VidError(
-                ErrorCode.TOO_LARGE,
-                f"The inputs name more than {MAX_BUNDLE_VIDEOS} videos.",
-                hint=f"Split them into bundles of at most {MAX_BUNDLE_VIDEOS} videos.",
-            )
-    outcomes = await _read_each(
-        run, refs, concurrency=4, mode=options.get("mode", "auto"), lang=options.get("lang")
+    found = await read_videos(
+        runtime,
+        run.input,
+        ctx=run.ctx,
+        limit=MAX_BUNDLE_VIDEOS,
+        mode=options.get("mode", "auto"),
+        lang=options.get("lang"),
+        on_item=run.item,
+        on_progress=run.progress_event,
     )
-    contexts = [o for o in outcomes if isinstance(o, VideoContext)]
-    failed.extend(o for o in outcomes if not isinstance(o, VideoContext))
-    if not contexts:
-        if failed:
-            raise failed[0][1]
-        raise _bad("The inputs name no videos.", "Give video URLs, or lists that hold some.")
+    found.raise_if_empty("Give video URLs, or lists that hold some.")
     bundle = build_bundle(
-        contexts, formats=options["formats"], max_tokens=options["max_tokens"], failed=failed
+        found.contexts, formats=options["formats"], max_tokens=options["max_tokens"], failed=found.failed
     )
     key = f"blobs/jobs/{run.id}/{bundle.root}.zip"
     await runtime.blobs.put_blob(key, bundle.data, content_type="application/zip")
@@ -327,7 +255,7 @@ async def _run_ingest(run: JobRun) -> CollectionResult:
     collection_id = run.input["collectionId"]
     summary = await library.add_to_collection(
         run.runtime, collection_id, run.input["inputs"],
-        on_item=run.item, on_progress=run.progress_event, **run.options,
+        on_item=run.item, on_progress=run.progress_event, ctx=run.ctx, **run.options,
     )  # fmt: skip
     return CollectionResult(
         collection=await library.get_collection(run.runtime, collection_id), summary=summary
@@ -341,7 +269,7 @@ async def _check_refresh(runtime: Runtime, value: Any, options: dict[str, Any]) 
 
 async def _run_refresh(run: JobRun) -> CollectionResult:
     summary = await library.refresh_collection(
-        run.runtime, run.input, on_item=run.item, on_progress=run.progress_event, **run.options
+        run.runtime, run.input, on_item=run.item, on_progress=run.progress_event, ctx=run.ctx, **run.options
     )
     return CollectionResult(collection=await library.get_collection(run.runtime, run.input), summary=summary)
 

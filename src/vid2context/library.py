@@ -11,9 +11,10 @@ Collections keep one ``CollectionItem`` per video, in one of three states::
 
 Ingesting (``add_to_collection``, ``refresh_collection``) expands lists through
 ``pipeline.list_items``, fetches each video through ``pipeline.get_context`` (so it lands in the
-library), a few at a time, and reports a ``RefreshSummary``: one failing input or video becomes a
-``FailedInput`` and never stops the others. Videos beyond ``limit`` are kept as ``pending`` items,
-which the next refresh ingests first, so ``remaining`` is work saved for later, not work lost.
+library), a few at a time with ``batch.read_each`` as every batch of videos is read, and reports a
+``RefreshSummary``: one failing input or video becomes a ``FailedInput`` and never stops the
+others. Videos beyond ``limit`` are kept as ``pending`` items, which the next refresh ingests
+first, so ``remaining`` is work saved for later, not work lost.
 The new items are written once, at the end, in input order, so ``added`` and the collection's
 ``videos`` keep the order the caller (or the playlist) gave, whichever video finished first.
 """
@@ -21,17 +22,15 @@ The new items are written once, at the end, in input order, so ``added`` and the
 from __future__ import annotations
 
 import asyncio
-import inspect
-import logging
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
-from . import pipeline
+from . import batch, pipeline
+from .batch import OnEvent
 from .collections_io import (
     MAX_VIDEOS,
     Watch,
@@ -48,6 +47,7 @@ from .collections_io import (
     parse_definition,
     watch_of,
 )
+from .ctx import Ctx
 from .errors import ErrorCode, VidError
 from .inputs import is_list, parse_input
 from .models import (
@@ -85,13 +85,6 @@ __all__ = [
     "remove_from_collection",
     "update_collection",
 ]
-
-log = logging.getLogger("vid2context.library")
-
-Event = dict[str, Any]
-OnEvent = Callable[[Event], Any]
-"""A callback for ``item`` events ``{id, outcome, title?, error?}`` or ``progress`` events
-``{done, total, message}``; it may be sync or async."""
 
 MAX_PAGE = 200
 _UNSET: Any = object()
@@ -276,13 +269,6 @@ class _Candidate:
     """The list it came from."""
 
 
-async def _emit(callback: OnEvent | None, event: Event) -> None:
-    if callback is not None:
-        result = callback(event)
-        if inspect.isawaitable(result):
-            await result
-
-
 def _failed(text: str, error: VidError, via: str | None = None) -> FailedInput:
     return FailedInput(
         input=text,
@@ -293,15 +279,12 @@ def _failed(text: str, error: VidError, via: str | None = None) -> FailedInput:
     )
 
 
-def _error_event(error: VidError) -> dict[str, Any]:
-    body: dict[str, Any] = {"code": error.code.value, "message": error.message}
-    if error.hint:
-        body["hint"] = error.hint
-    return body
-
-
 async def _expand(
-    runtime: Runtime, entries: list[tuple[Any, bool]], concurrency: int, on_item: OnEvent | None
+    runtime: Runtime,
+    entries: list[tuple[Any, bool]],
+    concurrency: int,
+    on_item: OnEvent | None,
+    ctx: Ctx | None,
 ) -> tuple[list[_Candidate], list[FailedInput]]:
     """Inputs to videos, lists expanded (a few at a time); both results in input order."""
     semaphore = asyncio.Semaphore(concurrency)
@@ -313,9 +296,9 @@ async def _expand(
             if not is_list(ref):
                 return [_Candidate(ref, text, explicit)]
             async with semaphore:
-                refs = await pipeline.list_items(runtime, ref)
+                refs = await pipeline.list_items(runtime, ref, ctx=ctx)
         except VidError as error:
-            await _emit(on_item, {"id": text, "outcome": "error", "error": _error_event(error)})
+            await batch.emit(on_item, {"id": text, "outcome": "error", "error": batch.error_body(error)})
             return _failed(text, error)
         return [_Candidate(item, item.url or item.id, False, via=text) for item in refs]
 
@@ -335,6 +318,7 @@ async def _ingest(
     on_item: OnEvent | None,
     on_progress: OnEvent | None,
     checked_at: str,
+    ctx: Ctx | None,
 ) -> RefreshSummary:
     storage = runtime.storage
     items = {item.video_id: item for item in await storage.list_items(collection.id)}
@@ -350,34 +334,22 @@ async def _ingest(
         state = items[vid].state if vid in items else None
         if (state == "saved" and vid in present) or (state == "removed" and not candidate.explicit):
             skipped += 1
-            await _emit(on_item, {"id": vid, "outcome": "skipped"})
+            await batch.emit(on_item, {"id": vid, "outcome": "skipped"})
         else:
             todo.append(candidate)
     now_batch, later = (todo, []) if limit is None else (todo[:limit], todo[limit:])
-    total, done = len(now_batch), 0
-    await _emit(on_progress, {"done": 0, "total": total, "message": f"{total} videos to read"})
-    semaphore = asyncio.Semaphore(concurrency)
-
-    async def one(candidate: _Candidate) -> VideoSummary | FailedInput:
-        nonlocal done
-        try:
-            async with semaphore:
-                context = await pipeline.get_context(runtime, candidate.ref)
-            result: VideoSummary | FailedInput = summarize(context)
-            event = {"id": context.id, "outcome": "ok", "title": context.metadata.title}
-        except VidError as error:
-            result = _failed(candidate.input, error, candidate.via)
-            event = {"id": candidate.ref.id, "outcome": "error", "error": _error_event(error)}
-        except Exception:  # a bug: logged, reported as internal, and the others go on
-            log.exception("ingesting %s into %s failed", candidate.ref.id, collection.id)
-            result = _failed(candidate.input, VidError.internal(), candidate.via)
-            event = {"id": candidate.ref.id, "outcome": "error", "error": _error_event(VidError.internal())}
-        done += 1
-        await _emit(on_item, event)
-        await _emit(on_progress, {"done": done, "total": total, "message": f"{done} of {total} videos read"})
-        return result
-
-    results = await asyncio.gather(*(one(candidate) for candidate in now_batch))
+    outcomes = await batch.read_each(
+        runtime,
+        [candidate.ref for candidate in now_batch],
+        ctx=ctx,
+        concurrency=concurrency,
+        on_item=on_item,
+        on_progress=on_progress,
+    )
+    results = [
+        summarize(outcome) if isinstance(outcome, VideoContext) else _failed(c.input, outcome, c.via)
+        for c, outcome in zip(now_batch, outcomes, strict=True)
+    ]
     added = [r for r in results if isinstance(r, VideoSummary)]
     failed.extend(r for r in results if isinstance(r, FailedInput))
     # One write at the end, in input order: the collection lists its videos in a stable order, and
@@ -412,6 +384,7 @@ async def add_to_collection(
     concurrency: int = 4,
     on_item: OnEvent | None = None,
     on_progress: OnEvent | None = None,
+    ctx: Ctx | None = None,
 ) -> RefreshSummary:
     """Ingest videos and lists (expanded) now, and make them items of the collection.
 
@@ -420,6 +393,8 @@ async def add_to_collection(
     give the playlist URL to add the list. ``limit`` caps the videos read now, the rest wait as
     ``pending`` (counted in ``remaining``). ``added`` follows the order of ``inputs``; ``failed``
     lists the inputs that could not be read or expanded, then the videos that failed, in that order.
+    Videos are read with ``batch.read_each``; ``ctx`` (a job's) stops the work when it is aborted,
+    and without one each video gets the pipeline's own.
     """
     collection = await _require(runtime, collection_id)
     if isinstance(inputs, str) or not isinstance(inputs, (list, tuple)) or not 1 <= len(inputs) <= MAX_VIDEOS:
@@ -428,10 +403,10 @@ async def add_to_collection(
         )
     limit, concurrency = check_run(limit, concurrency)
     checked_at = _now()
-    candidates, failed = await _expand(runtime, [(raw, True) for raw in inputs], concurrency, on_item)
+    candidates, failed = await _expand(runtime, [(raw, True) for raw in inputs], concurrency, on_item, ctx)
     return await _ingest(
         runtime, collection, candidates, failed, limit=limit, concurrency=concurrency,
-        on_item=on_item, on_progress=on_progress, checked_at=checked_at,
+        on_item=on_item, on_progress=on_progress, checked_at=checked_at, ctx=ctx,
     )  # fmt: skip
 
 
@@ -443,9 +418,11 @@ async def refresh_collection(
     concurrency: int = 4,
     on_item: OnEvent | None = None,
     on_progress: OnEvent | None = None,
+    ctx: Ctx | None = None,
 ) -> RefreshSummary:
     """Ingest the ``pending`` items, then every source's videos the collection does not hold yet
-    (saved or removed). A source that cannot be read is a ``FailedInput``."""
+    (saved or removed). A source that cannot be read is a ``FailedInput``; ``ctx`` as for
+    ``add_to_collection``."""
     collection = await _require(runtime, collection_id)
     limit, concurrency = check_run(limit, concurrency)
     checked_at = _now()
@@ -455,10 +432,10 @@ async def refresh_collection(
         if i.state == "pending"
     ]
     entries = pending + [(source, False) for source in collection.sources]
-    candidates, failed = await _expand(runtime, entries, concurrency, on_item)
+    candidates, failed = await _expand(runtime, entries, concurrency, on_item, ctx)
     summary = await _ingest(
         runtime, collection, candidates, failed, limit=limit, concurrency=concurrency,
-        on_item=on_item, on_progress=on_progress, checked_at=checked_at,
+        on_item=on_item, on_progress=on_progress, checked_at=checked_at, ctx=ctx,
     )  # fmt: skip
     fresh = await runtime.storage.get_collection(collection.id)
     if fresh is not None:

@@ -1,8 +1,8 @@
 """Several videos at once: ``/pack`` (Markdown) and ``/bundle`` (a zip), by GET or POST.
 
 Inputs may be videos or lists (playlists, channels), which are expanded; a collection adds its
-saved and pending videos. At most ``MAX_VIDEOS`` videos per request (``too-large`` beyond), fetched
-``CONCURRENCY`` at a time so one request cannot flood the upstream.
+saved and pending videos. At most ``MAX_VIDEOS`` videos per request (``too-large`` beyond), read
+by ``batch.read_videos`` (``CONCURRENCY`` at a time), the way every surface reads several videos.
 
 One video that cannot be read never fails the request: it is listed under "Not included" in the
 pack (and in the bundle's manifest). When no video at all could be read there is nothing to
@@ -22,13 +22,13 @@ from litestar.params import JSONBody, QueryParameter
 from litestar.response import Stream
 
 from .. import library
+from ..batch import CONCURRENCY, MAX_VIDEOS, read_videos
 from ..bundle import build_bundle
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
 from ..formats import FORMATTERS, render_many
-from ..inputs import is_list
-from ..models import Base, Comment, Mode, VideoContext, VideoRef
-from ..pipeline import get_comments, get_context, list_items, resolve
+from ..models import Base, Comment, Mode, VideoContext
+from ..pipeline import get_comments
 from ..runtime import Runtime
 from .params import (
     BODY_ERRORS,
@@ -46,19 +46,14 @@ from .params import (
 from .videos import DEFAULT_COMMENTS, text_response
 
 __all__ = [
-    "CONCURRENCY",
-    "MAX_VIDEOS",
     "BundleRequest",
     "PackRequest",
     "bundle_get",
     "bundle_post",
-    "gather_videos",
     "pack_get",
     "pack_post",
 ]
 
-MAX_VIDEOS = 100
-CONCURRENCY = 4
 MAX_BUDGET = 10_000_000
 """Largest ``maxTokens``: far above any model's window, low enough to stay a sane number."""
 _CHUNK = 64 * 1024
@@ -119,75 +114,13 @@ async def _collection_inputs(runtime: Runtime, collection_id: str) -> list[str]:
     return [video.id for video in view.videos] + list(view.pending)
 
 
-async def _expand(runtime: Runtime, inputs: list[str], ctx: Ctx) -> list[tuple[str, VideoRef | VidError]]:
-    """Inputs to distinct videos in input order, lists expanded, each with the label a failure
-    shows (the caller's own input for a video, the video's URL for a list's member); an input that
-    cannot be read or expanded stays in place as its error.
-    """
-    cap = runtime.settings.max_playlist_items
-    entries: list[tuple[str, VideoRef | VidError]] = []
-    seen: set[str] = set()
-    for text in inputs:
-        try:
-            ref = resolve(runtime, text)
-            found = [(text, ref)]
-            if is_list(ref):
-                wanted = max(1, min(MAX_VIDEOS - len(seen) + 1, cap))
-                found = [
-                    (video.url or video.id, video)
-                    for video in await list_items(runtime, ref, limit=wanted, ctx=ctx)
-                ]
-        except VidError as error:
-            entries.append((text, error))
-            continue
-        for label, video in found:
-            if video.id not in seen:
-                seen.add(video.id)
-                entries.append((label, video))
-        if len(seen) > MAX_VIDEOS:
-            raise _too_many(f"more than {MAX_VIDEOS}")
-    return entries
-
-
-async def gather_videos(
+async def _read(
     runtime: Runtime, inputs: list[str], *, mode: Mode, lang: str | None, ctx: Ctx
 ) -> tuple[list[VideoContext], list[tuple[str, VidError]]]:
-    """Every video the inputs name, read ``CONCURRENCY`` at a time, in input order.
-
-    Returns the contexts and the ``(input, error)`` pairs that failed, both in input order; raises
-    the first failure when nothing could be read, and ``bad-request`` when there was nothing to read.
-    """
-    if not inputs:
-        raise VidError(ErrorCode.BAD_REQUEST, "No videos to read.", hint=_INPUTS_HINT)
-    if len(inputs) > MAX_VIDEOS:
-        raise _too_many(f"{len(inputs)}")
-    entries = await _expand(runtime, inputs, ctx)
-    limit = asyncio.Semaphore(CONCURRENCY)
-
-    async def read(entry: VideoRef | VidError) -> VideoContext | VidError:
-        if isinstance(entry, VidError):
-            return entry
-        async with limit:
-            try:
-                return await get_context(runtime, entry, mode=mode, lang=lang, ctx=ctx)
-            except VidError as error:
-                return error
-
-    async with asyncio.TaskGroup() as group:
-        tasks = [group.create_task(read(entry)) for _, entry in entries]
-    contexts: list[VideoContext] = []
-    failed: list[tuple[str, VidError]] = []
-    for (label, _), task in zip(entries, tasks, strict=True):
-        result = task.result()
-        if isinstance(result, VidError):
-            failed.append((label, result))
-        else:
-            contexts.append(result)
-    if not contexts:
-        if failed:
-            raise failed[0][1]
-        raise VidError(ErrorCode.BAD_REQUEST, "The inputs name no videos.", hint=_INPUTS_HINT)
-    return contexts, failed
+    """Every video the inputs name (``batch.read_videos``): the contexts and the failures."""
+    found = await read_videos(runtime, inputs, ctx=ctx, limit=MAX_VIDEOS, mode=mode, lang=lang)
+    found.raise_if_empty(_INPUTS_HINT)
+    return found.contexts, found.failed
 
 
 def _budget(value: str | None) -> int | None:
@@ -211,6 +144,8 @@ async def _body_inputs(runtime: Runtime, data: PackRequest) -> list[str]:
         inputs += await _collection_inputs(runtime, data.collection_id)
     if not inputs:
         raise VidError(ErrorCode.BAD_REQUEST, "No videos to read.", hint=_INPUTS_HINT)
+    if len(inputs) > MAX_VIDEOS:
+        raise _too_many(f"{len(inputs)}")
     return inputs
 
 
@@ -219,7 +154,7 @@ async def _pack(
 ) -> Response[str]:
     runtime = runtime_of(request)
     ctx = make_ctx(request, runtime)
-    contexts, failed = await gather_videos(runtime, inputs, mode=mode, lang=lang, ctx=ctx)
+    contexts, failed = await _read(runtime, inputs, mode=mode, lang=lang, ctx=ctx)
     return text_response(render_many(contexts, max_tokens=budget, failed=failed), _PACK_MIME)
 
 
@@ -262,7 +197,7 @@ async def _bundle(
 ) -> Stream:
     runtime = runtime_of(request)
     ctx = make_ctx(request, runtime)
-    contexts, failed = await gather_videos(runtime, inputs, mode=mode, lang=lang, ctx=ctx)
+    contexts, failed = await _read(runtime, inputs, mode=mode, lang=lang, ctx=ctx)
     found: dict[str, list[Comment]] | None = None
     missed: list[tuple[str, VidError]] = []
     if comments:

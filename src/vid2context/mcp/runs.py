@@ -33,7 +33,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,6 +96,14 @@ class Run:
         self.step = Step(stage, fraction, message or stage, done, total)
         for queue in self.waiters:
             queue.put_nowait(self.step)
+
+    def progress_event(self, event: Mapping[str, Any]) -> None:
+        """``report`` from a batch's ``{done, total, message}``: ``expand`` while ``total`` is unknown."""
+        done, total, message = event.get("done"), event.get("total"), str(event.get("message") or "")
+        if total is None:
+            self.report("expand", None, message)
+        else:
+            self.report("read", (done or 0) / max(1, total), message, done=done, total=total)
 
     def ctx(self) -> Ctx:
         """A per-run context: the runtime's deadline, progress into this run, no request to die with."""

@@ -13,6 +13,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from ... import library
+from ...batch import read_videos
 from ...errors import ErrorCode, VidError
 from ...models import Base, FailedInput
 from ..params import OptionalCollection, Urls
@@ -20,7 +21,6 @@ from ..results import JsonReply, Reply
 from ..runs import Run
 from ..toolkit import ContractTool, Deps, define, over_http
 from .common import long_call
-from .packs import MAX_VIDEOS, expand_inputs, read_all
 
 __all__ = ["ObsidianExport", "tools"]
 
@@ -80,8 +80,10 @@ def tools(deps: Deps) -> list[ContractTool]:
         args = {"vaultPath": vault_path, "urls": inputs, "title": title}
 
         async def work(run: Run) -> Reply:
-            entries, _ = await expand_inputs(deps, inputs, MAX_VIDEOS, run)
-            contexts, failed = await read_all(deps, entries, run)
+            found = await read_videos(
+                runtime, inputs, ctx=run.ctx(), leave_out=True, on_progress=run.progress_event
+            )
+            contexts, failed = found.contexts, found.failed
             vault, written = export_notes(
                 vault_path, runtime.settings.file_roots, contexts, title=title, failed=failed
             )

@@ -1,25 +1,23 @@
 """Several videos in one document: the context pack, read with progress per video.
 
 Inputs are videos, lists (expanded) and/or a collection (its saved videos, then its pending ones).
-Videos are read a few at a time; each one finished is a progress notification (``done`` of
-``total``). One video that cannot be read never fails the batch: it is listed in the pack under
-"Not included" with its error, and counted in the closing line, even when no video could be read.
+Videos are read a few at a time by ``batch.read_videos``, as REST and jobs read them; each one
+finished is a progress notification (``done`` of ``total``). One video that cannot be read never
+fails the batch: it is listed in the pack under "Not included" with its error, and counted in the
+closing line, even when no video could be read.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from ... import library
+from ...batch import MAX_VIDEOS, read_videos
 from ...errors import ErrorCode, VidError
 from ...formats import render_many
-from ...inputs import is_list
-from ...models import VideoContext, VideoRef
-from ...pipeline import get_context, list_items, resolve
 from ...tokens import estimate_tokens
 from ..pack_pages import check_pack_cursor, pack_page
 from ..paging import call_text, page_size
@@ -29,11 +27,9 @@ from ..runs import Run
 from ..toolkit import ContractTool, Deps, define
 from .common import MAX_BUDGET, describe_paging, long_call
 
-__all__ = ["CONCURRENCY", "MAX_VIDEOS", "expand_inputs", "read_all", "tools"]
+__all__ = ["tools"]
 
-MAX_VIDEOS = 100
 DEFAULT_VIDEOS = 50
-CONCURRENCY = 4
 _HINT = "Give urls (videos, playlists, channels) and/or a collection id."
 
 Limit = Annotated[
@@ -55,69 +51,6 @@ PackCursor = Annotated[
         "arguments and no maxTokens."
     ),
 ]
-
-
-async def expand_inputs(
-    deps: Deps, inputs: list[str], limit: int, run: Run
-) -> tuple[list[tuple[str, VideoRef | VidError]], int]:
-    """Inputs to distinct videos in input order (lists expanded), each with the label a failure
-    shows; and how many videos the limit left out."""
-    runtime = deps.runtime
-    entries: list[tuple[str, VideoRef | VidError]] = []
-    seen: set[str] = set()
-    left_out = 0
-    job_ctx = run.ctx()
-    for text in inputs:
-        try:
-            ref = resolve(runtime, text)
-            found = [(text, ref)]
-            if is_list(ref):
-                run.report("expand", None, "Expanding a list")
-                cap = runtime.settings.max_playlist_items
-                found = [(v.url or v.id, v) for v in await list_items(runtime, ref, limit=cap, ctx=job_ctx)]
-        except VidError as error:
-            entries.append((text, error))
-            continue
-        for label, video in found:
-            if video.id in seen:
-                continue
-            if len(seen) >= limit:
-                left_out += 1
-                continue
-            seen.add(video.id)
-            entries.append((label, video))
-    return entries, left_out
-
-
-async def read_all(
-    deps: Deps, entries: list[tuple[str, VideoRef | VidError]], run: Run
-) -> tuple[list[VideoContext], list[tuple[str, VidError]]]:
-    """Read every video ``CONCURRENCY`` at a time, a progress step per video; both lists in input
-    order, failures with the label of their input."""
-    runtime = deps.runtime
-    total = sum(1 for _, entry in entries if isinstance(entry, VideoRef))
-    done = 0
-    run.report("read", 0.0, f"0 of {total} videos read", done=0, total=total)
-    gate = asyncio.Semaphore(CONCURRENCY)
-    job_ctx = run.ctx()
-
-    async def read(entry: VideoRef | VidError) -> VideoContext | VidError:
-        nonlocal done
-        if isinstance(entry, VidError):
-            return entry
-        try:
-            async with gate:
-                return await get_context(runtime, entry, ctx=job_ctx)
-        except VidError as error:
-            return error
-        finally:
-            done += 1
-            run.report("read", done / max(1, total), f"{done} of {total} videos read", done=done, total=total)
-
-    results = await asyncio.gather(*(read(entry) for _, entry in entries))
-    contexts = [r for r in results if isinstance(r, VideoContext)]
-    failed = [(label, r) for (label, _), r in zip(entries, results, strict=True) if isinstance(r, VidError)]
-    return contexts, failed
 
 
 def tools(deps: Deps) -> list[ContractTool]:
@@ -182,8 +115,10 @@ def tools(deps: Deps) -> list[ContractTool]:
         }
 
         async def work(run: Run) -> Reply:
-            entries, left_out = await expand_inputs(deps, inputs, count, run)
-            contexts, failed = await read_all(deps, entries, run)
+            found = await read_videos(
+                runtime, inputs, ctx=run.ctx(), limit=count, leave_out=True, on_progress=run.progress_event
+            )
+            contexts, failed = found.contexts, found.failed
             text = render_many(contexts, failed=failed)
             whole_tokens = estimate_tokens(text)
             cut = max_tokens is not None and whole_tokens > max_tokens
@@ -191,12 +126,12 @@ def tools(deps: Deps) -> list[ContractTool]:
                 text = render_many(contexts, max_tokens=max_tokens, failed=failed)
             cached = sum(1 for c in contexts if c.attempts and c.attempts[0].stage == "cache")
             line = (
-                f"Packed {len(contexts)} of {len(entries)} inputs ({cached} from the library, "
+                f"Packed {len(contexts)} of {found.total} inputs ({cached} from the library, "
                 f"{len(contexts) - cached} fetched); {len(failed)} not included"
                 + (" (listed in the pack under Not included)." if failed else ".")
             )
-            if left_out:
-                line += f" {left_out} more videos were left out by limit={count}."
+            if found.left_out:
+                line += f" {found.left_out} more videos were left out by limit={count}."
             if cut:  # the contract's budget cuts rather than pages: say how to get all of it
                 whole = call_text("export_context_pack", given, otherwise=" but no maxTokens")
                 pages = " and follow its pages" if runtime.settings.mcp_max_tokens else ""
