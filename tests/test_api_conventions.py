@@ -667,7 +667,7 @@ async def test_slow_request_is_504_and_its_work_is_cancelled_and_aborted() -> No
 
     @get("/api/v1/test/slow")
     async def slow(request: Request) -> dict:
-        seen["ctx"] = request_ctx(request)
+        seen["ctx"] = request_ctx(request, runtime)
         seen["deadline"] = request.state.deadline
         try:
             await asyncio.sleep(3600)
@@ -676,7 +676,8 @@ async def test_slow_request_is_504_and_its_work_is_cancelled_and_aborted() -> No
             raise
         return {}
 
-    app = create_app(make_runtime({"VID2CONTEXT_REQUEST_TIMEOUT_MS": "50"}))
+    runtime = make_runtime({"VID2CONTEXT_REQUEST_TIMEOUT_MS": "50"})
+    app = create_app(runtime)
     app.register(slow)
     async with client(app) as http:
         response = await http.get("/api/v1/test/slow", headers={"X-Request-Id": "slow-1"})

@@ -33,7 +33,7 @@ from pytest_httpx import HTTPXMock
 
 from vid2context import library
 from vid2context.api import create_app
-from vid2context.api.params import make_ctx
+from vid2context.api.middleware import request_ctx
 from vid2context.bundle import build_bundle, slugify
 from vid2context.errors import ErrorCode, VidError
 from vid2context.formats import FORMATTERS, RenderOptions, context_header
@@ -319,24 +319,24 @@ def _request(headers: dict[str, str] | None = None, state: dict | None = None) -
     return Request(scope)  # type: ignore[arg-type]
 
 
-async def test_make_ctx_takes_the_timeout_the_deadline_and_the_request_id(make_app: MakeApp) -> None:
+async def test_request_ctx_takes_the_timeout_the_deadline_and_the_request_id(make_app: MakeApp) -> None:
     runtime = (await make_app(VID2CONTEXT_REQUEST_TIMEOUT_MS="60000")).runtime
-    ctx = make_ctx(_request({"X-Request-Id": "abc-123.x:y"}), runtime)
+    ctx = request_ctx(_request({"X-Request-Id": "abc-123.x:y"}), runtime)
     assert ctx.request_id == "abc-123.x:y"
     assert ctx.remaining is not None and 59 < ctx.remaining <= 60
     sooner = time.monotonic() + 5
     watched: list = []
-    ctx = make_ctx(
+    ctx = request_ctx(
         _request(state={"deadline": sooner, "request_id": "from-middleware", "ctxs": watched}), runtime
     )
     assert ctx.deadline == sooner
     assert ctx.request_id == "from-middleware"
     assert watched == [ctx]  # the timeout middleware aborts it when it answers 504
-    later = make_ctx(_request(state={"deadline": time.monotonic() + 3600}), runtime)
+    later = request_ctx(_request(state={"deadline": time.monotonic() + 3600}), runtime)
     assert later.remaining is not None and later.remaining <= 60
-    hostile = make_ctx(_request({"X-Request-Id": "a\r\nb" + "x" * 200}), runtime)
+    hostile = request_ctx(_request({"X-Request-Id": "a\r\nb" + "x" * 200}), runtime)
     assert hostile.request_id != "a\r\nb" and "\n" not in hostile.request_id
-    unlimited = make_ctx(_request(), (await make_app(VID2CONTEXT_REQUEST_TIMEOUT_MS="0")).runtime)
+    unlimited = request_ctx(_request(), (await make_app(VID2CONTEXT_REQUEST_TIMEOUT_MS="0")).runtime)
     assert unlimited.deadline is None
 
 

@@ -30,12 +30,12 @@ from ..formats import FORMATTERS, render_many
 from ..models import Base, Comment, Mode, VideoContext
 from ..pipeline import get_comments
 from ..runtime import Runtime
+from .middleware import request_ctx
 from .params import (
     BODY_ERRORS,
     LangQuery,
     ModeQuery,
     decode_body,
-    make_ctx,
     parse_bool,
     parse_formats,
     parse_int,
@@ -153,7 +153,7 @@ async def _pack(
     request: Request, inputs: list[str], mode: Mode, lang: str | None, budget: int | None
 ) -> Response[str]:
     runtime = runtime_of(request)
-    ctx = make_ctx(request, runtime)
+    ctx = request_ctx(request, runtime)
     contexts, failed = await _read(runtime, inputs, mode=mode, lang=lang, ctx=ctx)
     return text_response(render_many(contexts, max_tokens=budget, failed=failed), _PACK_MIME)
 
@@ -196,7 +196,7 @@ async def _bundle(
     budget: int | None,
 ) -> Stream:
     runtime = runtime_of(request)
-    ctx = make_ctx(request, runtime)
+    ctx = request_ctx(request, runtime)
     contexts, failed = await _read(runtime, inputs, mode=mode, lang=lang, ctx=ctx)
     found: dict[str, list[Comment]] | None = None
     missed: list[tuple[str, VidError]] = []

@@ -5,31 +5,26 @@ value is always a ``bad-request`` naming the parameter with a hint showing a goo
 framework validation page. An empty value (``lang=``) means "not given", except where the contract
 gives it a meaning of its own (``timestamps=`` is false).
 
-``make_ctx`` gives each request its own ``Ctx``: the request timeout from settings, tightened by the
-deadline the timeout middleware puts in the ASGI scope state, the request id, and registration with
-that middleware so its ``504`` aborts the work. JSON bodies are decoded strictly by ``decode_body``
-and their errors named field by field (``BODY_ERRORS``).
+JSON bodies are decoded strictly by ``decode_body`` and their errors named field by field
+(``BODY_ERRORS``). (A request's ``Ctx`` comes from ``middleware.request_ctx``.)
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Annotated, Any, TypeVar, overload
+from typing import Annotated, TypeVar, overload
 
 import msgspec
 from litestar import Request, Response
 from litestar.exceptions import ValidationException
 from litestar.params import QueryParameter
 
-from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
 from ..formats import Formatter, get_formatter
 from ..models import Mode
 from ..pipeline import MODES
 from ..runtime import Runtime
 from .errors import error_response
-from .middleware import watch_ctx
 
 __all__ = [
     "BODY_ERRORS",
@@ -42,7 +37,6 @@ __all__ = [
     "TimestampsQuery",
     "UrlQuery",
     "decode_body",
-    "make_ctx",
     "parse_bool",
     "parse_format",
     "parse_formats",
@@ -55,7 +49,6 @@ __all__ = [
 
 MAX_LANG_CHARS = 35
 _LANG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*")
-_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _DIGITS = re.compile(r"[0-9]{1,12}")
 _TRUE = frozenset({"1", "true", "yes"})
 _FALSE = frozenset({"0", "false", "no", ""})
@@ -189,31 +182,6 @@ def parse_int(name: str, value: str | None, *, low: int, high: int, default: int
             f"Pass {low} to {high}.",
         )
     return number
-
-
-def _request_id(request: Request, state: Mapping[str, Any]) -> str | None:
-    """The id the request-id middleware settled on, else a well-formed client value, else none."""
-    for value in (state.get("request_id"), request.headers.get("x-request-id")):
-        if isinstance(value, str) and _REQUEST_ID.fullmatch(value):
-            return value
-    return None
-
-
-def make_ctx(request: Request, runtime: Runtime) -> Ctx:
-    """A fresh ``Ctx`` for this request.
-
-    The deadline is ``VID2CONTEXT_REQUEST_TIMEOUT_MS`` from now (``0`` means none), or the
-    timeout middleware's ``scope["state"]["deadline"]`` (a ``time.monotonic()`` value) when that
-    is sooner, so the core gives up no later than the middleware answers ``timeout``; the Ctx is
-    registered with the middleware (``watch_ctx``), which aborts it when it answers ``504``.
-    """
-    state = request.scope.get("state") or {}
-    timeout_ms = runtime.settings.request_timeout_ms
-    ctx = Ctx(timeout=timeout_ms / 1000 if timeout_ms > 0 else None, request_id=_request_id(request, state))
-    deadline = state.get("deadline")
-    if isinstance(deadline, (int, float)) and not isinstance(deadline, bool):
-        ctx.deadline = float(deadline) if ctx.deadline is None else min(ctx.deadline, float(deadline))
-    return watch_ctx(request.scope, ctx)
 
 
 # --- request bodies ----------------------------------------------------------------------------

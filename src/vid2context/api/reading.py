@@ -17,6 +17,7 @@ from ..formats import RenderOptions, render_view
 from ..outline import ApiOutline, get_section, outline_for_api
 from ..pipeline import get_context
 from ..timecode import format_timestamp, parse_time
+from .middleware import request_ctx
 from .params import (
     FormatQuery,
     LangQuery,
@@ -24,7 +25,6 @@ from .params import (
     RefreshQuery,
     TimestampsQuery,
     UrlQuery,
-    make_ctx,
     parse_bool,
     parse_format,
     parse_lang,
@@ -53,9 +53,8 @@ async def outline(
     checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
     again = parse_bool("refresh", refresh)
     runtime = runtime_of(request)
-    found = await get_context(
-        runtime, source, mode=checked_mode, lang=checked_lang, refresh=again, ctx=make_ctx(request, runtime)
-    )
+    ctx = request_ctx(request, runtime)
+    found = await get_context(runtime, source, mode=checked_mode, lang=checked_lang, refresh=again, ctx=ctx)
     return outline_for_api(found)
 
 
@@ -120,7 +119,7 @@ async def section(
     checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
     runtime = runtime_of(request)
     found = await get_context(
-        runtime, source, mode=checked_mode, lang=checked_lang, ctx=make_ctx(request, runtime)
+        runtime, source, mode=checked_mode, lang=checked_lang, ctx=request_ctx(request, runtime)
     )
     part = get_section(found, chapter=chosen, from_=start_sec, to=end_sec)
     text = render_view(part.context, formatter, options, section_line=part.section_line())

@@ -24,6 +24,7 @@ from ..errors import ErrorCode, VidError
 from ..formats import FORMATTERS, RenderOptions, render_view
 from ..models import Base, Comment, VideoContext, VideoMetadata, VideoRef
 from ..pipeline import get_comments, get_context, get_metadata, list_items
+from .middleware import request_ctx
 from .params import (
     FormatQuery,
     LangQuery,
@@ -32,7 +33,6 @@ from .params import (
     RefreshQuery,
     TimestampsQuery,
     UrlQuery,
-    make_ctx,
     parse_bool,
     parse_format,
     parse_int,
@@ -114,9 +114,8 @@ async def context(
     checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
     again = parse_bool("refresh", refresh)
     runtime = runtime_of(request)
-    found = await get_context(
-        runtime, source, mode=checked_mode, lang=checked_lang, refresh=again, ctx=make_ctx(request, runtime)
-    )
+    ctx = request_ctx(request, runtime)
+    found = await get_context(runtime, source, mode=checked_mode, lang=checked_lang, refresh=again, ctx=ctx)
     body = _ENCODER.encode(found)
     etag = etag_of(body)
     if _matches(request.headers.get("if-none-match"), etag):
@@ -161,7 +160,7 @@ async def transcript(
         )
     runtime = runtime_of(request)
     found = await get_context(
-        runtime, source, mode=checked_mode, lang=checked_lang, ctx=make_ctx(request, runtime)
+        runtime, source, mode=checked_mode, lang=checked_lang, ctx=request_ctx(request, runtime)
     )
     return text_response(render_view(found, formatter, options), formatter.mime_type)
 
@@ -171,7 +170,7 @@ async def metadata(request: Request, url: UrlQuery = None) -> VideoMetadata:
     """The source's metadata only: no captions or audio are fetched."""
     source = require_url(url)
     runtime = runtime_of(request)
-    return await get_metadata(runtime, source, ctx=make_ctx(request, runtime))
+    return await get_metadata(runtime, source, ctx=request_ctx(request, runtime))
 
 
 @get("/api/v1/items")
@@ -181,7 +180,7 @@ async def items(request: Request, url: UrlQuery = None, limit: LimitQuery = None
     runtime = runtime_of(request)
     cap = runtime.settings.max_playlist_items
     count = parse_int("limit", limit, low=1, high=cap, default=cap)
-    refs = await list_items(runtime, source, limit=count, ctx=make_ctx(request, runtime))
+    refs = await list_items(runtime, source, limit=count, ctx=request_ctx(request, runtime))
     return ItemsResponse(items=refs)
 
 
@@ -191,5 +190,5 @@ async def comments(request: Request, url: UrlQuery = None, limit: LimitQuery = N
     source = require_url(url)
     count = parse_int("limit", limit, low=1, high=MAX_COMMENTS, default=DEFAULT_COMMENTS)
     runtime = runtime_of(request)
-    found = await get_comments(runtime, source, limit=count, ctx=make_ctx(request, runtime))
+    found = await get_comments(runtime, source, limit=count, ctx=request_ctx(request, runtime))
     return CommentsResponse(comments=found)

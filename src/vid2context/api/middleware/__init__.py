@@ -16,8 +16,8 @@ see every request, unknown routes and mounted apps included, and ``wrap`` does t
 ASGI app. Each is a plain ASGI callable (no ``BaseHTTPMiddleware``): no request object is built
 and nothing is buffered. Errors they answer go through ``api/errors.py``, the one error shape.
 
-Handlers get their per-request ``Ctx`` from ``request_ctx(request)``: the timeout's deadline, the
-request id, and an abort when the timeout answers ``504``.
+Handlers get their per-request ``Ctx`` from ``request_ctx(request, runtime)``, the one builder: the
+timeout's deadline, the request id, and an abort when the timeout answers ``504``.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from .access_log import AccessLog
 from .auth import Auth, parse_api_keys
 from .cors import Cors, parse_origins
 from .headers import RobotsTag
-from .limits import Limits, request_ctx, watch_ctx
+from .limits import Limits, request_ctx
 from .ratelimit import RateLimit
 from .request_id import RequestId
 
-__all__ = ["Middleware", "build_middleware", "parse_api_keys", "request_ctx", "watch_ctx", "wrap"]
+__all__ = ["Middleware", "build_middleware", "parse_api_keys", "request_ctx", "wrap"]
 
 Middleware = Callable[[ASGIApp], ASGIApp]
 

@@ -21,10 +21,10 @@ started (a streamed bundle, an SSE feed) is no longer timed here: its handler bo
 with the same deadline through its ``Ctx``. ``0`` turns the timeout off.
 
 How handlers take part: this layer puts the deadline, a ``time.monotonic()`` value, in
-``scope["state"]["deadline"]`` and a list in ``scope["state"]["ctxs"]``. A handler builds its
-``Ctx`` with ``request_ctx(request)`` (or builds its own with a deadline no later than
-``state["deadline"]`` and passes it to ``watch_ctx(request.scope, ctx)``), so the core gives up
-no later than this layer answers, and is told to stop when it does.
+``scope["state"]["deadline"]`` and a list in ``scope["state"]["ctxs"]``. Every handler builds its
+``Ctx`` with ``request_ctx(request, runtime)``, the one builder, which reads the first and joins
+the second, so the core gives up no later than this layer answers, and is told to stop when it
+does.
 """
 
 from __future__ import annotations
@@ -37,10 +37,12 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...ctx import Ctx
 from ...errors import ErrorCode, VidError
+from ...runtime import Runtime
 from ..errors import send_error
 from ._asgi import canonical_path, header, is_api, state_of
+from .request_id import is_valid_request_id
 
-__all__ = ["UPLOADS_PATH", "BodyTooLarge", "Limits", "request_ctx", "watch_ctx"]
+__all__ = ["UPLOADS_PATH", "BodyTooLarge", "Limits", "request_ctx"]
 
 UPLOADS_PATH = "/api/v1/uploads"
 
@@ -55,28 +57,35 @@ class BodyTooLarge(VidError):
         )
 
 
-def watch_ctx(scope: Any, ctx: Ctx) -> Ctx:
-    """Have the timeout abort ``ctx`` (reason ``timeout``) when it answers ``504``; returns ``ctx``."""
-    ctxs = state_of(scope).get("ctxs")
-    if isinstance(ctxs, list):
-        ctxs.append(ctx)
-    return ctx
+def _request_id(scope: Any, state: dict[str, Any]) -> str | None:
+    """The id ``RequestId`` settled on, else a well-formed client value, else none (a fresh one)."""
+    chosen = state.get("request_id")
+    if isinstance(chosen, str) and is_valid_request_id(chosen.encode()):
+        return chosen
+    raw = header(scope, b"x-request-id")
+    return raw.decode("ascii") if raw is not None and is_valid_request_id(raw) else None
 
 
-def request_ctx(connection: Any, **kwargs: Any) -> Ctx:
-    """A ``Ctx`` for this request: the middleware's deadline, the request id, aborted on timeout.
+def request_ctx(connection: Any, runtime: Runtime) -> Ctx:
+    """The ``Ctx`` of one request: the one way every handler builds it.
 
-    ``connection`` is a Litestar ``Request`` or a raw ASGI scope; ``kwargs`` go to ``Ctx``
-    (``progress``). Without the middleware (a handler called directly) the Ctx has no deadline.
+    Its deadline is ``VID2CONTEXT_REQUEST_TIMEOUT_MS`` from now (``0``: none), or this layer's
+    ``scope["state"]["deadline"]`` when that is sooner, so the core gives up no later than the
+    timeout answers (without this layer, a handler called directly, the setting alone). Its
+    request id is the one ``RequestId`` chose. It joins ``scope["state"]["ctxs"]``, so the
+    timeout's ``504`` aborts it. ``connection`` is a Litestar ``Request`` or a raw ASGI scope.
     """
     scope = getattr(connection, "scope", connection)
     state = state_of(scope)
+    timeout_ms = runtime.settings.request_timeout_ms
+    ctx = Ctx(timeout=timeout_ms / 1000 if timeout_ms > 0 else None, request_id=_request_id(scope, state))
     deadline = state.get("deadline")
-    timeout = max(0.0, deadline - time.monotonic()) if isinstance(deadline, float) else None
-    ctx = Ctx(timeout=timeout, request_id=state.get("request_id"), **kwargs)
-    if isinstance(deadline, float):
-        ctx.deadline = deadline  # exactly the middleware's, not a few microseconds later
-    return watch_ctx(scope, ctx)
+    if isinstance(deadline, (int, float)) and not isinstance(deadline, bool):
+        ctx.deadline = float(deadline) if ctx.deadline is None else min(ctx.deadline, float(deadline))
+    ctxs = state.get("ctxs")
+    if isinstance(ctxs, list):
+        ctxs.append(ctx)
+    return ctx
 
 
 class Limits:
