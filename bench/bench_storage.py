@@ -23,8 +23,10 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from vid2context.models import Segment, Transcript, VideoContext, VideoMetadata
+from vid2context.storage.base import Storage
 from vid2context.storage.common import encode_cursor
 from vid2context.storage.sqlite import SQLiteStorage
 
@@ -158,7 +160,8 @@ def _percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
-async def _timed(calls: list, repeat: int) -> dict[str, float]:  # type: ignore[type-arg]
+async def timed(calls: list, repeat: int) -> dict[str, float]:  # type: ignore[type-arg]
+    """p50/p99 ms of ``repeat`` awaited calls, taken in turn from ``calls``."""
     samples = []
     for i in range(repeat):
         started = time.perf_counter()
@@ -182,58 +185,71 @@ def _sizes(path: Path) -> dict[str, int]:
         conn.close()
 
 
-async def _run(directory: Path, n: int) -> dict[str, object]:
+async def measure_library(store: Storage, n: int) -> dict[str, object]:
+    """Fill ``store`` with ``n`` synthetic transcripts and time it: the figures every storage bench shares.
+
+    ``insert``, ``get_context``, ``library_page_50`` and ``search_limit_10``, from the same seeded
+    library and queries whatever the store, so the SQLite and D1 benches compare like for like.
+    """
     rng = random.Random(11)
     pool = _pool(rng)
+    elapsed = 0.0  # saving only, not building the contexts
+    for i in range(n):
+        context = _context(i, pool, rng)
+        started = time.perf_counter()
+        await store.put_context(context)
+        elapsed += time.perf_counter() - started
+    insert = {
+        "transcripts": n,
+        "segments": n * SEGMENTS,
+        "seconds": round(elapsed, 2),
+        "transcripts_per_s": round(n / elapsed, 1),
+        "segments_per_s": round(n * SEGMENTS / elapsed),
+    }
+
+    ids = [f"youtube:bench{rng.randrange(n):07d}" for _ in range(1000)]
+    get = await timed([lambda i=i: store.get_context(i) for i in ids], 1000)
+    cursors = [encode_cursor(rng.randint(1, n)) for _ in range(1000)]
+    page = await timed([lambda c=c: store.list_videos(limit=50, cursor=c) for c in cursors], 1000)
+
+    vocabulary = _vocabulary(random.Random(11))
+    mid = vocabulary[len(_COMMON) : len(_COMMON) + 400]  # mid-frequency words
+    searches = {
+        "rare_word": ([f"uniq{rng.randrange(n)}" for _ in range(200)], 200),
+        "two_words": ([f"{rng.choice(mid)} {rng.choice(mid)}" for _ in range(200)], 200),
+        "phrase": ([f'"{" ".join(rng.choice(pool).split()[2:4])}"' for _ in range(100)], 100),
+        "common_word": (["data", "model", "system", "people"], 12),
+    }
+    search: dict[str, Any] = {}
+    for kind, (queries, repeat) in searches.items():
+        search[kind] = await timed([lambda q=q: store.search(q, limit=10) for q in queries], repeat)
+        search[kind]["example"] = queries[0]
+    return {"insert": insert, "get_context": get, "library_page_50": page, "search_limit_10": search}
+
+
+def size_figures(size_bytes: int, n: int) -> dict[str, float]:
+    """The database size, and per hour of speech (each transcript is one hour)."""
+    hours = n * SEGMENTS * SEGMENT_SEC / 3600
+    return {
+        "database_mb": round(size_bytes / 1e6, 1),
+        "hours_of_speech": round(hours, 1),
+        "mb_per_hour": round(size_bytes / 1e6 / hours, 3),
+    }
+
+
+async def _run(directory: Path, n: int) -> dict[str, object]:
     path = directory / "vid2context.db"
     store = SQLiteStorage(path)
     try:
-        elapsed = 0.0  # saving only, not building the contexts
-        for i in range(n):
-            context = _context(i, pool, rng)
-            started = time.perf_counter()
-            await store.put_context(context)
-            elapsed += time.perf_counter() - started
-        insert = {
-            "transcripts": n,
-            "segments": n * SEGMENTS,
-            "seconds": round(elapsed, 2),
-            "transcripts_per_s": round(n / elapsed, 1),
-            "segments_per_s": round(n * SEGMENTS / elapsed),
-        }
-
-        ids = [f"youtube:bench{rng.randrange(n):07d}" for _ in range(1000)]
-        get = await _timed([lambda i=i: store.get_context(i) for i in ids], 1000)
-        cursors = [encode_cursor(rng.randint(1, n)) for _ in range(1000)]
-        page = await _timed([lambda c=c: store.list_videos(limit=50, cursor=c) for c in cursors], 1000)
-
-        vocabulary = _vocabulary(random.Random(11))
-        mid = vocabulary[len(_COMMON) : len(_COMMON) + 400]  # mid-frequency words
-        searches = {
-            "rare_word": ([f"uniq{rng.randrange(n)}" for _ in range(200)], 200),
-            "two_words": ([f"{rng.choice(mid)} {rng.choice(mid)}" for _ in range(200)], 200),
-            "phrase": ([f'"{" ".join(rng.choice(pool).split()[2:4])}"' for _ in range(100)], 100),
-            "common_word": (["data", "model", "system", "people"], 12),
-        }
-        search: dict[str, object] = {}
-        for kind, (queries, repeat) in searches.items():
-            search[kind] = await _timed([lambda q=q: store.search(q, limit=10) for q in queries], repeat)
-            search[kind]["example"] = queries[0]  # type: ignore[index]
+        figures = await measure_library(store, n)
     finally:
         await store.close()
 
     tables = _sizes(path)
-    total = path.stat().st_size
-    hours = n * SEGMENTS * SEGMENT_SEC / 3600
     return {
-        "insert": insert,
-        "get_context": get,
-        "library_page_50": page,
-        "search_limit_10": search,
+        **figures,
         "size": {
-            "database_mb": round(total / 1e6, 1),
-            "hours_of_speech": round(hours, 1),
-            "mb_per_hour": round(total / 1e6 / hours, 3),
+            **size_figures(path.stat().st_size, n),
             "by_table_mb": {name: round(size / 1e6, 1) for name, size in list(tables.items())[:10]},
         },
         "vector_available": store.vector_available,
