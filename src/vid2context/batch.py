@@ -2,7 +2,9 @@
 
 REST ``/pack`` and ``/bundle``, the MCP ``export_context_pack`` and ``export_obsidian`` tools, the
 ``items`` and ``bundle`` job kinds and collection ingest all read several videos at once. They do
-it through this module so that they agree on what a batch is::
+it through this module so that they agree on what a batch is (four copies of this loop had drifted
+apart: a bug in one video failed a whole request but not a job, failures came in different
+orders, a call had one deadline or two)::
 
     inputs ──expand──▶ entries (distinct videos and failed inputs, in input order) ──read──▶ Batch
 
