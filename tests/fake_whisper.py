@@ -10,7 +10,9 @@ It answers the three wire protocols the rungs speak:
 
 Like the real services it refuses a file over ``max_bytes`` with 413, a wrong key with 401, and
 audio it cannot decode with 400; ``fail_next`` scripts 429 (with ``Retry-After``) or 5xx answers.
-``latency`` holds every answer until that many seconds after the request arrived.
+``latency`` holds every answer until that many seconds after the request arrived (for the
+benchmark); ``together=n`` holds the first requests until ``n`` are in flight at once (for tests
+of concurrency, which must not depend on how fast the machine is: ``tests/together.py``).
 
 What it "hears" (``engine``):
 
@@ -24,6 +26,7 @@ What it "hears" (``engine``):
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
 import math
@@ -38,6 +41,8 @@ from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
+
+from .together import TogetherThreads
 
 RATE = 16_000
 FRAME = 0.05  # seconds per analysis frame
@@ -171,6 +176,7 @@ class FakeWhisper:
         key: str | None = None,
         segment_sec: float = 5.0,
         language: str = "english",
+        together: int = 0,
     ) -> None:
         self.max_bytes = max_bytes
         self.latency = latency
@@ -178,6 +184,7 @@ class FakeWhisper:
         self.key = key
         self.segment_sec = segment_sec
         self.language = language
+        self.together = TogetherThreads(together) if together else None
         self.requests: list[Request] = []
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -264,7 +271,8 @@ class FakeWhisper:
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
-            status, payload, headers = self._answer(http, body, record)
+            with self.together.inside() if self.together else contextlib.nullcontext():
+                status, payload, headers = self._answer(http, body, record)
             wait = started + self.latency - time.monotonic()
             if wait > 0:
                 time.sleep(wait)

@@ -43,6 +43,7 @@ from vid2context.settings import load_settings
 from vid2context.storage.base import Storage
 from vid2context.storage.memory import MemoryStorage
 
+from .together import GUARD_S, Together
 from .youtube_replay import CHANNEL_ID, PLAYLIST_ID, browse_answer, httpx_callback
 
 pytestmark = pytest.mark.anyio
@@ -60,25 +61,26 @@ ISO_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 
 class Upstream:
     """The recorded YouTube, plus what a test needs around it: new uploads answered by ``browse``
-    (no continuation is recorded), an optional delay, and the peak of concurrent requests."""
+    (no continuation is recorded), and, for the concurrency tests, watch pages (one a video) held
+    until ``together`` are in flight, or one video's requests held until ``held`` is set."""
 
     def __init__(self) -> None:
         self.uploads: list[str] = []
-        self.delay = 0.0
-        self.in_flight = 0
-        self.peak = 0
+        self.together: Together | None = None
+        self.held: tuple[str, asyncio.Event] | None = None
 
     async def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
-        try:
-            if self.delay:
-                await asyncio.sleep(self.delay)
-            if request.url.path == "/youtubei/v1/browse" and self.uploads:
-                return httpx.Response(200, json=browse_answer(self.uploads))
-            return httpx_callback(request)
-        finally:
-            self.in_flight -= 1
+        if self.held and self.held[0] in f"{request.url} {request.content.decode('utf-8', 'replace')}":
+            await asyncio.wait_for(self.held[1].wait(), GUARD_S)
+        if self.together and request.url.path == "/watch":
+            async with self.together.inside():
+                return self._answer(request)
+        return self._answer(request)
+
+    def _answer(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/youtubei/v1/browse" and self.uploads:
+            return httpx.Response(200, json=browse_answer(self.uploads))
+        return httpx_callback(request)
 
 
 @pytest.fixture
@@ -311,10 +313,21 @@ async def test_add_videos_and_a_playlist(runtime: Runtime) -> None:
 async def test_added_order_is_the_input_order_whatever_finishes_first(
     runtime: Runtime, upstream: Upstream
 ) -> None:
-    upstream.delay = 0.005
+    ids = await playlist_ids(runtime)
+    finished: list[str] = []
+    others_done = asyncio.Event()
+
+    def on_item(event: dict[str, Any]) -> None:
+        finished.append(event["id"])
+        if set(finished) >= set(ids[1:]):
+            others_done.set()
+
+    # The first video is read last: its requests wait until every other video is in.
+    upstream.held = (ids[0].removeprefix("youtube:"), others_done)
     collection = await create_collection(runtime, "c")
-    summary = await add_to_collection(runtime, collection.id, [PLAYLIST], concurrency=8)
-    assert [v.id for v in summary.added] == await playlist_ids(runtime)
+    summary = await add_to_collection(runtime, collection.id, [PLAYLIST], concurrency=8, on_item=on_item)
+    assert finished[-1] == ids[0]
+    assert [v.id for v in summary.added] == ids
     assert (await get_collection_view(runtime, collection.id)).videos == summary.added
 
 
@@ -382,12 +395,10 @@ async def test_add_arguments_are_checked(runtime: Runtime, inputs: Any, options:
 
 async def test_concurrency_is_bounded(runtime: Runtime, upstream: Upstream) -> None:
     collection = await create_collection(runtime, "c")
-    await list_items(runtime, PLAYLIST)
-    upstream.delay = 0.01
-    upstream.peak = 0
+    upstream.together = together = Together(3)
     summary = await add_to_collection(runtime, collection.id, [PLAYLIST], concurrency=3)
     assert len(summary.added) == 12
-    assert 2 <= upstream.peak <= 3, upstream.peak  # parallel, and never more than asked
+    assert together.peak == 3  # three at once, and never more than asked
 
 
 async def test_events(runtime: Runtime) -> None:

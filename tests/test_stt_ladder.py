@@ -284,9 +284,11 @@ async def test_pieces_are_sent_concurrently_within_the_bound(
     make_runtime: Any, sentences: tuple[Path, list[Word]], concurrency: int
 ) -> None:
     path, words = sentences
-    with FakeWhisper(latency=0.4) as fake:
+    # The fake holds the first requests until `concurrency` are in flight together (no sleep that a
+    # loaded machine could outlast while the next piece is still being encoded).
+    with FakeWhisper(together=concurrency) as fake:
         runtime = make_runtime(openai_env(fake), chunk_sec=7.0, concurrency=concurrency)
-        transcript = await transcribe(runtime, AudioInput.from_path(str(path)), ctx=Ctx(timeout=60))
+        transcript = await transcribe(runtime, AudioInput.from_path(str(path)), ctx=Ctx(timeout=120))
     assert words_of(transcript) == expected(words)
     assert len(fake.answered) >= 6
     assert fake.peak_in_flight == concurrency
