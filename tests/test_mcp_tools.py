@@ -650,11 +650,13 @@ async def test_collections_end_to_end(client: Client) -> None:
 async def test_long_work_answers_processing_then_get_job_gives_the_result(
     httpx_mock: Any, runtimes: Runtimes
 ) -> None:
-    async def slow(request: httpx.Request) -> httpx.Response:
-        await asyncio.sleep(0.4)
+    upstream_may_answer = asyncio.Event()
+
+    async def held(request: httpx.Request) -> httpx.Response:
+        await upstream_may_answer.wait()  # the run is still going for both get_outline calls
         return httpx_callback(request)
 
-    httpx_mock.add_callback(slow, is_reusable=True, is_optional=True)
+    httpx_mock.add_callback(held, is_reusable=True, is_optional=True)
     rt = await runtimes.build()
     seen: list[str | None] = []
 
@@ -670,6 +672,7 @@ async def test_long_work_answers_processing_then_get_job_gives_the_result(
         assert {"stage", "fraction", "message"} <= set(processing)
         second = (await connected.call_tool("get_outline", {"url": VIDEO})).structured_content
         assert second["status"] == "processing" and second["job_id"] == processing["job_id"]  # attached
+        upstream_may_answer.set()
         done = await connected.call_tool(
             "get_job", {"job_id": processing["job_id"]}, progress_callback=progress
         )
