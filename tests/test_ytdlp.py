@@ -12,12 +12,14 @@ path, exactly as ``VID2CONTEXT_YTDLP`` would. It logs the arguments it was given
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import select
 import shutil
+import signal
 import stat
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -431,14 +433,23 @@ def test_a_youtube_channel_is_listed_by_its_videos_tab(tmp_path: Path) -> None:
 
 
 # --- time limits: the whole process group goes ----------------------------------------------------
+#
+# Nothing here measures time: a run that was not stopped would live 300 s and then leave a mark
+# (``pids.lived``), and what is left of a run is found by the test's folder in the command lines, so even
+# a run stopped before it wrote its pids (a loaded machine can take a second to start Python) is
+# looked for whole. Waiting for a process to end is the kernel's word (a pidfd), not a poll.
 
 HANG = """
 grandchild = subprocess.Popen([sys.executable, '-c',
-    'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)'])
+    'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)', PIDS])
 open(PIDS + '.tmp', 'w').write(f'{os.getpid()} {grandchild.pid}')
 os.replace(PIDS + '.tmp', PIDS)
 time.sleep(300)
+open(PIDS + '.lived', 'w').write('ran its whole course: nothing stopped it')
 """
+
+GUARD_S = 60.0
+"""How long a stopped process may take to end before the test fails; no correct run comes near."""
 
 
 def _alive(pid: int) -> bool:
@@ -449,27 +460,55 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")  # a zombie waiting for init to reap it is gone
 
 
-def _wait_gone(pids: list[int], seconds: float = 5.0) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if not any(_alive(pid) for pid in pids):
-            return True
-        time.sleep(0.05)
-    return False
+def _left_of(fake: Fake) -> list[int]:
+    """The live processes of ``fake``'s runs (the program and its child): their command lines name
+    the test's folder."""
+    marker = str(fake.dir).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if (
+                entry.name.isdigit()
+                and marker in (entry / "cmdline").read_bytes()
+                and _alive(int(entry.name))
+            ):
+                found.append(int(entry.name))
+        except OSError:
+            continue  # ended while we looked
+    return found
 
 
-def _pids(fake: Fake) -> list[int]:
-    return [int(p) for p in fake.pids.read_text().split()]
+def _all_end(pids: list[int]) -> bool:
+    """Whether each of ``pids`` ends (a zombie has) within ``GUARD_S``."""
+    for pid in pids:
+        try:
+            handle = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            if not select.select([handle], [], [], GUARD_S)[0]:
+                return False
+        finally:
+            os.close(handle)
+    return True
+
+
+def _assert_nothing_outlives(fake: Fake) -> None:
+    left = _left_of(fake)
+    try:
+        assert _all_end(left), f"still running: {[p for p in left if _alive(p)]}"
+        assert not Path(str(fake.pids) + ".lived").exists()
+    finally:
+        for pid in _left_of(fake):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_a_run_past_its_timeout_is_killed_with_its_children(tmp_path: Path) -> None:
     fake = Fake(tmp_path, HANG)
-    started = time.monotonic()
     error = _error(fake.provider(timeout_s=1).metadata(parse_input("https://example.com/v/1"), Ctx()))
     assert error.code is ErrorCode.TIMEOUT
-    assert time.monotonic() - started < 10
-    pids = _pids(fake)
-    assert _wait_gone(pids), f"still running: {[p for p in pids if _alive(p)]}"
+    _assert_nothing_outlives(fake)
 
 
 def test_the_calls_deadline_also_stops_it(tmp_path: Path) -> None:
@@ -478,11 +517,12 @@ def test_the_calls_deadline_also_stops_it(tmp_path: Path) -> None:
         fake.provider(timeout_s=60).metadata(parse_input("https://example.com/v/1"), Ctx(timeout=1.5))
     )
     assert error.code is ErrorCode.TIMEOUT
-    assert _wait_gone(_pids(fake))
+    _assert_nothing_outlives(fake)
 
 
 async def _when_started(fake: Fake) -> None:
-    for _ in range(200):
+    """Until the run has started its child and written both pids (a poll: a file has no event)."""
+    for _ in range(int(GUARD_S / 0.05)):
         if fake.pids.exists():
             return
         await asyncio.sleep(0.05)
@@ -503,7 +543,7 @@ def test_an_aborted_call_kills_the_run(tmp_path: Path) -> None:
 
     error = _error(scenario())
     assert error.code is ErrorCode.CANCELED
-    assert _wait_gone(_pids(fake))
+    _assert_nothing_outlives(fake)
 
 
 def test_a_cancelled_task_kills_the_run(tmp_path: Path) -> None:
@@ -519,7 +559,7 @@ def test_a_cancelled_task_kills_the_run(tmp_path: Path) -> None:
             await task
 
     _run(scenario())
-    assert _wait_gone(_pids(fake))
+    _assert_nothing_outlives(fake)
 
 
 # --- settings and the ladder ----------------------------------------------------------------------
