@@ -28,6 +28,7 @@ import pytest
 import uvicorn
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 
 from vid2context.api import create_app
 from vid2context.mcp.fences import unfence
@@ -170,7 +171,12 @@ def _text(result: Any) -> str:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("mode", "version"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+# The newest version of each era the SDK speaks (2026-07-28 and 2025-11-25 with mcp 2.3), named by the
+# SDK so that a release adding one is not a failure here; the server card's list is checked against
+# the same SDK lists below.
+@pytest.mark.parametrize(
+    ("mode", "version"), [("auto", LATEST_MODERN_VERSION), ("legacy", LATEST_HANDSHAKE_VERSION)]
+)
 async def test_the_sdk_client_uses_every_kind_of_primitive(server: str, mode: str, version: str) -> None:
     async with _client(server, mode=mode) as client:
         assert client.protocol_version == version
