@@ -25,7 +25,6 @@ import shutil
 import sqlite3
 import subprocess
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -156,7 +155,8 @@ def start_harness(*, persist: Path | None = None, timeout: float = 60) -> Minifl
         env={**os.environ, "NO_COLOR": "1"},
     )
     stderr_lines: list[str] = []
-    threading.Thread(target=_drain, args=(process.stderr, stderr_lines), daemon=True).start()
+    drain = threading.Thread(target=_drain, args=(process.stderr, stderr_lines), daemon=True)
+    drain.start()
     ready: list[str] = []
     reader = threading.Thread(target=_read_ready, args=(process.stdout, ready), daemon=True)
     reader.start()
@@ -164,7 +164,7 @@ def start_harness(*, persist: Path | None = None, timeout: float = 60) -> Minifl
     if not ready:
         process.kill()
         process.wait()
-        time.sleep(0.1)
+        drain.join(10)  # the pipe is at its end: what it said is all in stderr_lines
         raise HarnessError(
             f"Miniflare did not print READY within {timeout:.0f}s (exit code {process.returncode}):\n"
             + "".join(stderr_lines)[-4000:]
