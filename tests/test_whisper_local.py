@@ -5,6 +5,9 @@ What is asserted is what the audio itself proves, never a recording of someone's
 picks its kernels by CPU, so beam search can settle on other timestamps on another machine): the
 words of ``talk.txt`` in their order, and each edge between segments lying in the pause that our
 own ffmpeg pass (``decode``, with ``silencedetect``) measures after that sentence.
+
+Other machines' kernels can be had on this one: ``CT2_FORCE_CPU_ISA=GENERIC`` (or ``AVX``, ``AVX2``,
+``AVX512``) changes the timestamps as another CPU would, and the tests pass with each.
 """
 
 from __future__ import annotations
@@ -47,8 +50,8 @@ one of Whisper's own timestamp tokens. Those lie on a 20 ms grid, and then an ed
 few hundredths of the pause (13.32 for speech resuming at 13.31 s, 22.72 for speech that fades out
 by 22.78 s under silencedetect's -35 dB). But tiny.en, whose training subtitles favour round
 figures, often takes a whole second near the edge instead (8.0 and 19.0 for speech resuming at
-7.95 and 18.77 s). Which of the two beam search settles on changes with the CPU's kernels, not with
-the audio. The nearest whole second is at most half a second away; beyond that an edge would sit
+7.95 and 18.77 s), or a tenth (11.8 and 18.8 with AVX-512 kernels). Which one beam search settles
+on changes with the CPU's kernels, not with the audio. The nearest whole second is at most half a second away; beyond that an edge would sit
 a full word inside speech (espeak speaks at 120 words a minute: half a second a word), so a
 boundary in the middle of a sentence still fails.
 """
