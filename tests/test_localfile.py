@@ -1,4 +1,4 @@
-"""Local media files through real ffprobe and ffmpeg, on the shared media fixtures.
+"""Local media files through real ffprobe and ffmpeg, on the media fixtures in tests/fixtures/media.
 
 The fixtures are copied into ``tmp_path`` when a test needs files beside them (sidecars) or a file
 made from them (chapters, embedded subtitle streams: built here with ffmpeg). Every bad input the
