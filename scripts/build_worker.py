@@ -27,6 +27,8 @@ LOCAL_ONLY = frozenset(
         "cli",
         "__main__",
         "providers/ytdlp",
+        "providers/ytdlp_public",
+        "providers/ytdlp_errors",
         "providers/localfile",
         "providers/transcript_api",
         "providers/whisper_local",
@@ -35,6 +37,13 @@ LOCAL_ONLY = frozenset(
         "storage/sqlite",
         "exports/obsidian",
         "site_files",
+        "egress/__init__",
+        "egress/calls",
+        "egress/dial",
+        "egress/guard",
+        "egress/proxy",
+        "egress/resolve",
+        "egress/transport",
     }
 )
 

@@ -36,6 +36,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import msgspec
 
+from .addresses import host_class, refusal
 from .errors import ErrorCode, VidError
 from .models import VideoRef
 from .timecode import parse_time
@@ -74,16 +75,6 @@ _MEDIA_EXTENSIONS = {
     "srt", "vtt", "ass", "ssa", "sbv", "ttml", "dfxp",
 }  # fmt: skip
 _BIDI_CONTROLS = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-# Names that resolve to the machine itself or its network, whatever DNS says elsewhere, plus the
-# wildcard-DNS services that map a name to any address written inside it (127.0.0.1.nip.io).
-_PRIVATE_NAMES = {"localhost", "localtest.me", "lvh.me", "vcap.me", "metadata.google.internal"}
-_PRIVATE_SUFFIXES = (
-    ".localhost", ".local", ".localdomain", ".internal", ".intranet", ".lan", ".home", ".corp", ".private",
-    ".arpa", ".test", ".invalid", ".example", ".onion", ".localtest.me", ".lvh.me", ".vcap.me", ".nip.io",
-    ".sslip.io", ".xip.io",
-)  # fmt: skip
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
 def parse_input(text: str, *, public: bool = False) -> VideoRef:
@@ -398,38 +389,9 @@ def _guard_public_url(host: str, userinfo: str, port: int | None) -> None:
             f"Port {port} is not accepted here; only 80 and 443 are.",
             "Give a public URL on the standard http or https port.",
         )
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        private = host in _PRIVATE_NAMES or host.endswith(_PRIVATE_SUFFIXES) or "." not in host
-    else:
-        private = not _is_public_address(address)
-    if private:
-        raise _unsupported(
-            f"The host {_show(host)} is a private or local address, which this server does not fetch.",
-            "Give a public http(s) URL, or upload the file with POST /api/v1/uploads.",
-        )
-
-
-def _is_public_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address):
-        # Addresses that carry an IPv4 one inside are as private as that address.
-        if address.ipv4_mapped is not None:
-            return _is_public_address(address.ipv4_mapped)
-        if address.sixtofour is not None:
-            return _is_public_address(address.sixtofour)
-        if address in _NAT64:
-            return _is_public_address(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
-        if address.teredo is not None or address.is_site_local:
-            return False
-    return address.is_global and not (
-        address.is_private
-        or address.is_loopback
-        or address.is_link_local
-        or address.is_multicast
-        or address.is_reserved
-        or address.is_unspecified
-    )
+    found = host_class(host)
+    if found is not None:
+        raise refusal(found, subject=f"The host {_show(host)}")
 
 
 def _requote(part: str) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -44,6 +44,10 @@ __all__ = [
 
 KeepAlive = Callable[[Awaitable[Any]], None]
 """Hands a background task to the platform so it may outlive the request that started it."""
+
+
+class Closeable(Protocol):
+    async def aclose(self) -> None: ...
 
 
 @dataclass
@@ -77,6 +81,10 @@ class Runtime:
     keep_alive: KeepAlive | None = None
     """The platform's way to keep a background task alive past its request (``waitUntil`` on the
     Worker); ``None`` when the process outlives its requests anyway."""
+    egress: Closeable | None = None
+    """Public mode's guard on the local runtime (``egress.Egress``: the filtering proxy that yt-dlp
+    and ffmpeg fetch through), closed with the runtime; ``None`` elsewhere. The Worker has none:
+    its ``fetch`` has no route into the server's own network."""
 
     def hand_off(self, task: Awaitable[Any]) -> bool:
         """Give a background ``task`` to ``keep_alive``; whether the platform now holds it (and so
@@ -90,6 +98,8 @@ class Runtime:
         await self.jobs.aclose()  # first: a stopping job still writes its state
         await self.storage.close()
         await self.http.aclose()
+        if self.egress is not None:
+            await self.egress.aclose()
 
 
 def make_http_client(
@@ -138,25 +148,35 @@ def build_local_runtime(
     environ: Mapping[str, str] | None = None,
     *,
     http: httpx.AsyncClient | None = None,
+    resolver: Any = None,
+    dialer: Any = None,
 ) -> Runtime:
     """The runtime for a laptop or server: settings from the environment, the SQLite library,
-    KV and blobs under ``$VID2CONTEXT_HOME``.
+    KV and blobs under ``$VID2CONTEXT_HOME``; in public mode, the guard every fetch made on a
+    caller's behalf goes through (``egress``), whose ``resolver`` and ``dialer`` (an
+    ``egress.Resolver`` and ``egress.Dialer``) tests inject.
 
     Local-only modules are imported here, inside the function, so the Worker never loads them.
     """
     from .storage.sqlite import open_local_stores
 
     settings = load_settings(os.environ if environ is None else environ)
+    egress = None
+    if settings.public:
+        from .egress import Egress
+
+        egress = Egress.from_settings(settings, resolver=resolver, dialer=dialer)
     stores = open_local_stores(settings.home)
     runtime = build_runtime(
         settings, storage=stores.storage, kv=stores.kv, blobs=stores.blobs, http=http, name="local"
     )
+    runtime.egress = egress
     _add_local_stt(runtime)
-    _add_local_sources(runtime)
+    _add_local_sources(runtime, egress)
     return runtime
 
 
-def _add_local_sources(runtime: Runtime) -> None:
+def _add_local_sources(runtime: Runtime, egress: Any) -> None:
     """The local source rungs, after the portable ones, cheapest and most faithful first.
 
     YouTube: InnerTube (portable, async, one round trip shared by metadata and captions), then
@@ -179,7 +199,9 @@ def _add_local_sources(runtime: Runtime) -> None:
     else:
         local.append(TranscriptApiProvider.from_settings(settings))
     local.append(
-        YtDlpProvider.from_settings(settings, platforms=("web",) if replaying else ("web", "youtube"))
+        YtDlpProvider.from_settings(
+            settings, platforms=("web",) if replaying else ("web", "youtube"), egress=egress
+        )
     )
     local.append(LocalFileProvider.from_settings(settings))
     runtime.sources.extend(local)
@@ -193,8 +215,9 @@ def _add_local_stt(runtime: Runtime) -> None:
 
     if whisper_local.is_installed():
         model = whisper_local.find_model(runtime.settings.whisper_model)
-        runtime.stt = ordered([whisper_local.LocalWhisper(model), *runtime.stt])
-    runtime.stt_plan.prep = FfmpegPrep()
+        local = whisper_local.LocalWhisper(model, public=runtime.settings.public)
+        runtime.stt = ordered([local, *runtime.stt])
+    runtime.stt_plan.prep = FfmpegPrep(public=runtime.settings.public)
 
 
 def build_worker_runtime(env: Any) -> Runtime:

@@ -16,6 +16,12 @@
 The temporary folder is removed when the ``async with`` ends. Every ffmpeg run has the call's
 deadline and is killed (its whole process group) on timeout or cancellation.
 
+In public mode the input is a caller's upload or a download, and media containers can name other
+files and URLs (an HLS playlist, a concat list, a DASH manifest), which ffmpeg would open
+directly: around the filtering proxy, and on this machine's disk. So the decode opens the input
+as a ``file:`` only (``-protocol_whitelist file``) with the demuxers of self-contained media
+only (``SAFE_DEMUXERS``): a playlist is refused as media ffmpeg cannot read.
+
 Failures::
 
     ffmpeg not installed ...................... no-provider (install hint)
@@ -41,7 +47,7 @@ from ..errors import ErrorCode, VidError
 from .process import Completed, run_program
 from .speech import AudioInput
 
-__all__ = ["BITRATE", "OVERLAP_SEC", "FfmpegPrep", "decode", "plan_cuts", "run_ffmpeg"]
+__all__ = ["BITRATE", "OVERLAP_SEC", "SAFE_DEMUXERS", "FfmpegPrep", "decode", "plan_cuts", "run_ffmpeg"]
 
 SAMPLE_RATE = 16_000
 PCM_BYTES_PER_SEC = SAMPLE_RATE * 2
@@ -54,6 +60,13 @@ SILENCE_NOISE = "-35dB"
 SILENCE_MIN_SEC = 0.35
 FFMPEG_TIMEOUT_S = 3600.0
 """One ffmpeg run's own limit; the call's deadline usually ends it first."""
+SAFE_DEMUXERS = (
+    "mov,matroska,webm,mp3,wav,w64,flac,ogg,aac,avi,mpegts,mpeg,flv,asf,amr,aiff,caf,wv,ape,au,ac3,eac3,"
+    "dts,truehd,tta,mpc,mpc8,nut"
+)
+"""The containers public mode decodes: audio and video that carry their own samples, none that
+name other files or URLs (hls, dash, concat, sdp, image sequences...). ffmpeg's and PyAV's
+``format_whitelist``."""
 
 _SILENCE_START = re.compile(r"lavfi\.silence_start=(-?[0-9.]+)")
 _SILENCE_END = re.compile(r"lavfi\.silence_end=(-?[0-9.]+)")
@@ -116,19 +129,24 @@ def _decode_error(stderr: str, what: str) -> VidError:
     )
 
 
-async def decode(source: str, pcm: str, ctx: Ctx, *, what: str) -> tuple[float, list[tuple[float, float]]]:
+async def decode(
+    source: str, pcm: str, ctx: Ctx, *, what: str, public: bool = False
+) -> tuple[float, list[tuple[float, float]]]:
     """Decode ``source`` to raw 16 kHz mono PCM at ``pcm``: (length in seconds, silences).
 
     ``silencedetect`` marks silences in the frames' metadata and ``ametadata`` writes them to a
-    file beside the PCM (not stderr, whose tail is all a run keeps).
+    file beside the PCM (not stderr, whose tail is all a run keeps). ``public``: the input may
+    only be a self-contained media file (see the module docstring).
     """
     marks = os.path.join(os.path.dirname(pcm), "silences.txt")
+    guard = ["-protocol_whitelist", "file", "-format_whitelist", SAFE_DEMUXERS] if public else []
     done = await run_ffmpeg(
         [
             "-loglevel",
             "error",
+            *guard,
             "-i",
-            source,
+            f"file:{source}" if public else source,
             "-map",
             "0:a:0",
             "-vn",
@@ -173,7 +191,11 @@ def _read_results(pcm: str, marks: str) -> tuple[int, str]:
 
 
 class FfmpegPrep:
-    """``AudioPrep`` with ffmpeg: exact, silence-aware pieces of any media file or bytes."""
+    """``AudioPrep`` with ffmpeg: exact, silence-aware pieces of any media file or bytes
+    (``public``: self-contained media only)."""
+
+    def __init__(self, *, public: bool = False) -> None:
+        self._public = public
 
     @contextlib.asynccontextmanager
     async def chunks(
@@ -187,7 +209,7 @@ class FfmpegPrep:
             source = await self._source(audio, folder, what)
             pcm = os.path.join(folder, "audio.pcm")
             ctx.progress("stt", None, f"decoding {what}")
-            duration, silences = await decode(source, pcm, ctx, what=what)
+            duration, silences = await decode(source, pcm, ctx, what=what, public=self._public)
             # What fits in max_bytes at the pieces' bitrate, with room for the MP3 frames' overhead.
             fits = max(1.0, max_bytes * 0.95 / MP3_BYTES_PER_SEC)
             cuts = plan_cuts(duration, silences, min(max_sec, fits))

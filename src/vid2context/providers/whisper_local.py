@@ -11,6 +11,11 @@ one reports progress, and the thread stops between segments when the call is can
 out of time. It decodes any container itself (PyAV), so the whole file goes in: no pieces, no
 upload cap (``max_bytes = None``). Voice activity detection is on, which keeps long silences
 from turning into invented words.
+
+In public mode the input is first opened with PyAV's ``format_whitelist`` (the self-contained
+containers of ``audio_local.SAFE_DEMUXERS``): an upload that is a concat list or a playlist would
+otherwise make PyAV read the files it names, from this machine's disk or network. faster-whisper
+then opens the same bytes and picks the same container.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
 from ..models import Transcript
+from .audio_local import SAFE_DEMUXERS
 from .speech import AudioInput, Tier, clean_segments, language_code
 
 __all__ = ["LocalWhisper", "find_model", "is_installed"]
@@ -56,6 +62,20 @@ class _Stopped(Exception):
     pass
 
 
+def _check_container(source: Any) -> None:
+    """Open ``source`` with the safe containers only; raises PyAV's error (a ``ValueError``) when
+    it is another kind. A buffer is rewound for the real read."""
+    import av
+
+    options = {"protocol_whitelist": "file", "format_whitelist": SAFE_DEMUXERS}
+    try:
+        with av.open(source, mode="r", options=options, metadata_errors="ignore"):
+            pass
+    finally:
+        if isinstance(source, io.BytesIO):
+            source.seek(0)
+
+
 class LocalWhisper:
     """``SpeechToText`` with a faster-whisper model on the CPU."""
 
@@ -67,7 +87,12 @@ class LocalWhisper:
     max_bytes: int | None = None
 
     def __init__(
-        self, model: tuple[str, str] | None, *, compute_type: str = "int8", beam_size: int = 5
+        self,
+        model: tuple[str, str] | None,
+        *,
+        compute_type: str = "int8",
+        beam_size: int = 5,
+        public: bool = False,
     ) -> None:
         self._source, self.model = model if model else ("", "unset")
         self.id = f"stt/faster-whisper/{self.model}"
@@ -75,6 +100,7 @@ class LocalWhisper:
         self.english_only = self.model.endswith(".en")
         self._compute_type = compute_type
         self._beam_size = beam_size
+        self._public = public
         self._loaded: Any = None
         self._lock = threading.Lock()  # not an asyncio lock: the rung outlives event loops in tests
 
@@ -137,6 +163,8 @@ class LocalWhisper:
 
         def work() -> tuple[list[tuple[float, float, str]], str | None]:
             try:
+                if self._public:
+                    _check_container(source)
                 segments, info = model.transcribe(
                     source,
                     language=wanted or ("en" if self.english_only else None),

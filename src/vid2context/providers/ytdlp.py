@@ -17,22 +17,12 @@ Every run gets ``--ignore-config`` (a user's config must not change what we pars
 (``VID2CONTEXT_YTDLP_ARGS``), and ``--`` before the URL so no input is read as an option. Cookie
 contents are never read or logged; proxy credentials are masked in every message.
 
-yt-dlp's ``ERROR:`` lines, as our codes (first match wins)::
+In public mode (``egress`` given) the input's host is checked before a run starts, every run
+fetches through the filtering proxy with a credential of its own, and a run that failed after
+the proxy refused a destination is ``unsupported-input`` naming the refused class; what else
+could fetch around the proxy is closed by ``ytdlp_public``.
 
-    "not a bot" (sign-in to prove it) .............. blocked
-    age check ("confirm your age", age-restricted) . unavailable
-    private video .................................. unavailable
-    geo restriction ("not available in your country") unavailable (hint: a proxy elsewhere)
-    members-only, paid ............................. unavailable
-    HTTP 429 ....................................... rate-limited
-    HTTP 403 ....................................... blocked (update yt-dlp, cookies or a proxy)
-    "Unsupported URL", file:// refused ............. unsupported-input
-    other sign-in / login required ................. unavailable (hint: cookies)
-    "Video unavailable", removed, HTTP 404 ......... not-found
-    live event not started, DRM, no formats ........ unavailable
-    ffmpeg missing ................................. no-provider
-    "timed out" .................................... timeout
-    network errors, anything else .................. upstream (yt-dlp's words, credentials masked)
+yt-dlp's ``ERROR:`` lines become our codes in ``ytdlp_errors``.
 
 yt-dlp missing, not runnable or older than ``MIN_VERSION`` is ``no-provider`` with the install hint.
 """
@@ -56,6 +46,7 @@ from urllib.parse import urldefrag
 
 from ..chapters import choose_chapters
 from ..ctx import Ctx
+from ..egress import Egress
 from ..errors import ErrorCode, VidError
 from ..inputs import is_list, parse_input
 from ..models import CaptionTrack, Comment, Thumbnail, Transcript, VideoMetadata, VideoRef
@@ -65,6 +56,15 @@ from .localfile import media_mime
 from .process import Completed, run_program
 from .speech import AudioInput
 from .subtitles import SUBTITLE_EXTENSIONS, parse_subtitles
+from .ytdlp_errors import mask, ytdlp_error
+from .ytdlp_public import (
+    check_saved_media,
+    public_args,
+    public_env,
+    public_format,
+    public_info_file,
+    refuse_file_urls,
+)
 
 __all__ = [
     "AUDIO_FORMAT",
@@ -91,16 +91,7 @@ AUDIO_TIMEOUT_FACTOR = 5
 
 _SKIPPED_TRACKS = {"live_chat", "danmaku", "comments", "rechat"}
 _SMUGGLE = "__youtubedl_smuggle"
-_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@:]+(?::[^\s/@]*)?@")
 _VERSION = re.compile(r"(\d{4})\.(\d{1,2})\.(\d{1,2})")
-_ERROR_LINE = re.compile(r"^ERROR:\s*(?:\[[^\]]*\]\s*)?(?:[^\s:]{1,64}:\s+)?(.*)$", re.MULTILINE)
-_TRAILERS = (
-    " Use --cookies",
-    " See  https://",
-    " See https://",
-    "; please report this issue",
-    " Confirm you are on",
-)
 
 
 def parse_version(text: str) -> tuple[int, int, int] | None:
@@ -119,128 +110,6 @@ def find_ytdlp(configured: str | None = None) -> str:
         return found
     beside = Path(sys.executable).parent / "yt-dlp"
     return str(beside) if beside.is_file() else "yt-dlp"
-
-
-def _mask(text: str, secrets: Sequence[str] = ()) -> str:
-    text = _CREDENTIALS.sub(r"\1***@", text)
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
-
-
-def _said(stderr: str, secrets: Sequence[str]) -> str:
-    """yt-dlp's own words: its first ERROR line, without the extractor prefix and FAQ trailers."""
-    lines = _ERROR_LINE.findall(stderr)
-    said = lines[0] if lines else next((line for line in reversed(stderr.splitlines()) if line.strip()), "")
-    for trailer in _TRAILERS:
-        said = said.split(trailer, 1)[0]
-    said = " ".join(_mask(said, secrets).split())
-    return said[:240].rstrip(" .") or "no error message"
-
-
-def ytdlp_error(stderr: str, subject: str, *, secrets: Sequence[str] = ()) -> VidError:
-    """What a failed yt-dlp run means, from its stderr (see the table in the module docstring)."""
-    errors = "\n".join(_ERROR_LINE.findall(stderr)) or stderr[-2000:]
-    plain = errors.replace("\u2019", "'").lower()
-    said = _said(stderr, secrets)
-
-    def error(code: ErrorCode, message: str, hint: str) -> VidError:
-        return VidError(code, f"{message} (yt-dlp: {said}).", hint=hint)
-
-    cookies = "set VID2CONTEXT_YTDLP_COOKIES to a cookies file exported from a browser signed in to the site"
-    if "not a bot" in plain or "not a robot" in plain:
-        return error(
-            ErrorCode.BLOCKED,
-            f"The site asks to sign in to prove this is not a bot ({subject})",
-            f"Update yt-dlp, {cookies}, or set VID2CONTEXT_PROXY to a residential proxy.",
-        )
-    if any(
-        k in plain for k in ("confirm your age", "age-restricted", "age restricted", "inappropriate for some")
-    ):
-        return error(ErrorCode.UNAVAILABLE, f"{subject} is age-restricted", f"To read it, {cookies}.")
-    if "private video" in plain or "video is private" in plain or "is private" in plain:
-        return error(
-            ErrorCode.UNAVAILABLE,
-            f"{subject} is private",
-            f"Only accounts it is shared with can see it; {cookies}.",
-        )
-    if any(
-        k in plain for k in ("your country", "geo restrict", "geo-restrict", "your location", "your region")
-    ):
-        return error(
-            ErrorCode.UNAVAILABLE,
-            f"{subject} is not available from this location",
-            "Set VID2CONTEXT_PROXY to a proxy in a country where the video is available.",
-        )
-    if any(
-        k in plain
-        for k in ("members-only", "members only", "join this channel", "requires payment", "premium")
-    ):
-        return error(
-            ErrorCode.UNAVAILABLE, f"{subject} is for members or subscribers only", f"With access, {cookies}."
-        )
-    if "429" in plain or "too many requests" in plain:
-        return error(
-            ErrorCode.RATE_LIMITED,
-            f"The site is rate-limiting requests from this address ({subject})",
-            "Wait and retry; if it persists, set VID2CONTEXT_PROXY.",
-        )
-    if "403" in plain and "forbidden" in plain or "http error 403" in plain:
-        return error(
-            ErrorCode.BLOCKED,
-            f"The site refused the download with HTTP 403 ({subject})",
-            f"Update yt-dlp (`pip install -U yt-dlp`); if it persists, {cookies} or set VID2CONTEXT_PROXY.",
-        )
-    if "unsupported url" in plain or "not a valid url" in plain or "file:// urls are disabled" in plain:
-        return error(
-            ErrorCode.UNSUPPORTED_INPUT,
-            f"yt-dlp cannot read {subject}",
-            "Give the page of a single video on a site yt-dlp supports, or a direct link to a media file.",
-        )
-    if any(k in plain for k in ("sign in", "log in", "login", "registered users", "requires authentication")):
-        return error(ErrorCode.UNAVAILABLE, f"{subject} needs a signed-in account", f"To read it, {cookies}.")
-    if "ffmpeg" in plain and ("not found" in plain or "not installed" in plain):
-        return error(
-            ErrorCode.NO_PROVIDER,
-            f"yt-dlp needs ffmpeg for {subject}",
-            "Install ffmpeg (`apt-get install ffmpeg`, `brew install ffmpeg`).",
-        )
-    if any(
-        k in plain
-        for k in ("video unavailable", "is unavailable", "does not exist", "404", "has been removed",
-                  "no longer available", "been terminated", "video not found")
-    ):  # fmt: skip
-        return error(
-            ErrorCode.NOT_FOUND,
-            f"{subject} was not found",
-            "Check the URL; the video may have been removed or made private.",
-        )
-    if any(k in plain for k in ("live event will begin", "premieres in", "is offline", "not started")):
-        return error(
-            ErrorCode.UNAVAILABLE,
-            f"{subject} has not started yet",
-            "Retry once it is available as a recording.",
-        )
-    if "drm" in plain:
-        return error(ErrorCode.UNAVAILABLE, f"{subject} is DRM-protected", "Protected videos cannot be read.")
-    if "requested format is not available" in plain or "no video formats found" in plain:
-        return error(
-            ErrorCode.UNAVAILABLE,
-            f"yt-dlp found no format it can download for {subject}",
-            "Update yt-dlp (`pip install -U yt-dlp`) and retry.",
-        )
-    if "timed out" in plain:
-        return error(
-            ErrorCode.TIMEOUT,
-            f"The site did not answer in time ({subject})",
-            "Retry; if it keeps timing out, check the network and VID2CONTEXT_PROXY.",
-        )
-    return error(
-        ErrorCode.UPSTREAM,
-        f"yt-dlp could not read {subject}",
-        "Retry later; check the network and VID2CONTEXT_PROXY, and update yt-dlp (`pip install -U yt-dlp`).",
-    )
 
 
 # --- info JSON to our shapes ----------------------------------------------------------------------
@@ -413,7 +282,12 @@ class YtDlpProvider:
         platforms: Sequence[str] = ("web", "youtube"),
         max_items: int = 500,
         public: bool = False,
+        egress: Egress | None = None,
     ) -> None:
+        if public and egress is None:
+            raise ValueError("public mode needs an Egress: every run fetches through its proxy")
+        if egress is not None:
+            refuse_file_urls(extra_args)
         self.binary = find_ytdlp(binary)
         self._cookies = os.path.expanduser(cookies) if cookies else None
         self._proxy = proxy
@@ -421,14 +295,20 @@ class YtDlpProvider:
         self.timeout_s = timeout_s
         self._platforms = frozenset(platforms)
         self._max_items = max_items
-        self._public = public
+        self._public = public or egress is not None
+        self._egress = egress
         self._ready = False
         self._audio_dirs: set[str] = set()
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, platforms: Sequence[str] = ("web", "youtube")
+        cls,
+        settings: Settings,
+        *,
+        platforms: Sequence[str] = ("web", "youtube"),
+        egress: Egress | None = None,
     ) -> YtDlpProvider:
+        """The provider the settings describe; ``egress`` is the runtime's guard in public mode."""
         try:
             extra = shlex.split(settings.ytdlp_args or "")
         except ValueError as exc:
@@ -446,6 +326,7 @@ class YtDlpProvider:
             platforms=platforms,
             max_items=settings.max_playlist_items,
             public=settings.public,
+            egress=egress,
         )
 
     def accepts(self, ref: VideoRef) -> bool:
@@ -596,7 +477,7 @@ class YtDlpProvider:
         )
         folder.mkdir(parents=True, exist_ok=True)
         args = [
-            "-f", AUDIO_FORMAT, "--no-playlist", "--no-part", "--no-mtime", "--ignore-no-formats-error",
+            "-f", AUDIO_FORMAT if self._egress is None else public_format(AUDIO_FORMAT), "--no-playlist", "--no-part", "--no-mtime", "--ignore-no-formats-error",
             "-P", str(folder), "-o", "audio.%(ext)s", "--print", "after_move:filepath", "--no-simulate",
         ]  # fmt: skip
         ctx.progress("audio", None, "downloading the audio")
@@ -604,7 +485,7 @@ class YtDlpProvider:
         timeout = self.timeout_s * AUDIO_TIMEOUT_FACTOR
         if isinstance(cached, tuple):
             info_file = folder / "info.json"
-            info_file.write_bytes(cached[1])
+            info_file.write_bytes(self._info_file(cached[1]))
             try:
                 done = await self._run(
                     [*args, "--load-info-json", str(info_file)], None, ctx, ref, timeout=timeout
@@ -626,6 +507,8 @@ class YtDlpProvider:
                 f"yt-dlp downloaded no audio for {self._subject(ref)}.",
                 hint="The page may have no media; update yt-dlp and retry.",
             )
+        if self._egress is not None:
+            check_saved_media(path, self._subject(ref))
         if path.stat().st_size == 0:
             raise VidError(
                 ErrorCode.NO_TRANSCRIPT,
@@ -642,16 +525,20 @@ class YtDlpProvider:
     def _subject(self, ref: VideoRef) -> str:
         if ref.platform == "youtube":
             return f"video {ref.native_id}" if ref.kind == "video" else f"{ref.kind} {ref.native_id}"
-        url = _mask(self._url(ref), [self._proxy or ""])
+        url = mask(self._url(ref), [self._proxy or ""])
         return url if len(url) <= 100 else url[:97] + "..."
 
-    def _argv(self, args: Sequence[str], url: str | None) -> list[str]:
+    def _argv(self, args: Sequence[str], url: str | None, *, through: str | None = None) -> list[str]:
+        """The command line; ``through`` is the run's filtering-proxy URL in public mode."""
         argv = [self.binary, "--ignore-config", "--no-progress", "--socket-timeout", "30"]
-        if self._proxy:
+        if self._proxy and through is None:
             argv += ["--proxy", self._proxy]
         if self._cookies:
             argv += ["--cookies", self._cookies]
-        argv += [*self._extra, *args]  # ours last: on a repeated option, the last one wins
+        argv += self._extra
+        if through is not None:  # after the operator's arguments, so these win
+            argv += public_args(through)
+        argv += args  # ours last: on a repeated option, the last one wins
         if url is not None:
             argv += ["--", url]
         return argv
@@ -685,12 +572,15 @@ class YtDlpProvider:
         self._ready = True
 
     def _env(self) -> dict[str, str]:
-        return {**os.environ, "PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8"}
+        env = {**os.environ, "PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8"}
+        return public_env(env) if self._egress is not None else env
 
     async def _run(
         self, args: Sequence[str], url: str | None, ctx: Ctx, ref: VideoRef, *, timeout: float | None = None
     ) -> Completed:
         await self._ensure_ready(ctx)
+        if self._egress is not None:
+            return await self._run_guarded(args, url, ctx, ref, timeout=timeout or self.timeout_s)
         done = await run_program(
             self._argv(args, url),
             ctx,
@@ -702,6 +592,34 @@ class YtDlpProvider:
         if done.returncode != 0:
             raise ytdlp_error(done.stderr, self._subject(ref), secrets=[self._proxy or ""])
         return done
+
+    async def _run_guarded(
+        self, args: Sequence[str], url: str | None, ctx: Ctx, ref: VideoRef, *, timeout: float
+    ) -> Completed:
+        """A public-mode run: the input's host checked first, every fetch through the proxy, and a
+        failure after a refusal answered as that refusal (see the module docstring)."""
+        assert self._egress is not None
+        subject = self._subject(ref)
+        if url is not None:
+            await self._egress.check_url(url, subject=subject)
+        async with self._egress.call() as call:
+            done = await run_program(
+                self._argv(args, url, through=call.proxy_url),
+                ctx,
+                timeout=timeout,
+                what="yt-dlp",
+                missing_hint=INSTALL_HINT,
+                env=self._env(),
+            )
+        if done.returncode != 0:
+            if call.refused is not None:
+                raise call.refused.error(f"{subject} (or a page, redirect or media it led to)")
+            raise ytdlp_error(done.stderr, subject, secrets=[self._proxy or "", call.proxy_url])
+        return done
+
+    def _info_file(self, raw: bytes) -> bytes:
+        """The info JSON given back to ``--load-info-json`` (trimmed in public mode)."""
+        return raw if self._egress is None else public_info_file(raw)
 
     def _json(self, done: Completed) -> dict[str, Any]:
         try:
@@ -747,7 +665,9 @@ class YtDlpProvider:
         try:
             info_file = folder / "info.json"
             cached = ctx.memo.get(("ytdlp.info", self._url(ref)))
-            info_file.write_bytes(cached[1] if isinstance(cached, tuple) else json.dumps(info).encode())
+            info_file.write_bytes(
+                self._info_file(cached[1] if isinstance(cached, tuple) else json.dumps(info).encode())
+            )
             args = [
                 "--load-info-json", str(info_file), "--skip-download", "--ignore-no-formats-error",
                 "--write-auto-subs" if automatic else "--write-subs", "--sub-langs", re.escape(key),
