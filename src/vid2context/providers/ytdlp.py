@@ -488,12 +488,12 @@ class YtDlpProvider:
             info_file.write_bytes(self._info_file(cached[1]))
             try:
                 done = await self._run(
-                    [*args, "--load-info-json", str(info_file)], None, ctx, ref, timeout=timeout
+                    [*args, "--load-info-json", str(info_file)], None, ctx, ref, timeout=timeout, whole=True
                 )
             finally:
                 info_file.unlink(missing_ok=True)
         else:
-            done = await self._run(args, self._url(ref), ctx, ref, timeout=timeout)
+            done = await self._run(args, self._url(ref), ctx, ref, timeout=timeout, whole=True)
         printed = [
             line.strip() for line in done.stdout.decode("utf-8", "replace").splitlines() if line.strip()
         ]
@@ -576,11 +576,22 @@ class YtDlpProvider:
         return public_env(env) if self._egress is not None else env
 
     async def _run(
-        self, args: Sequence[str], url: str | None, ctx: Ctx, ref: VideoRef, *, timeout: float | None = None
+        self,
+        args: Sequence[str],
+        url: str | None,
+        ctx: Ctx,
+        ref: VideoRef,
+        *,
+        timeout: float | None = None,
+        whole: bool = False,
     ) -> Completed:
+        """One run; ``whole``: in public mode, a run that succeeded without some of what it asked
+        for (yt-dlp skips a fragment it cannot get) is refused as well."""
         await self._ensure_ready(ctx)
         if self._egress is not None:
-            return await self._run_guarded(args, url, ctx, ref, timeout=timeout or self.timeout_s)
+            return await self._run_guarded(
+                args, url, ctx, ref, timeout=timeout or self.timeout_s, whole=whole
+            )
         done = await run_program(
             self._argv(args, url),
             ctx,
@@ -594,7 +605,7 @@ class YtDlpProvider:
         return done
 
     async def _run_guarded(
-        self, args: Sequence[str], url: str | None, ctx: Ctx, ref: VideoRef, *, timeout: float
+        self, args: Sequence[str], url: str | None, ctx: Ctx, ref: VideoRef, *, timeout: float, whole: bool
     ) -> Completed:
         """A public-mode run: the input's host checked first, every fetch through the proxy, and a
         failure after a refusal answered as that refusal (see the module docstring)."""
@@ -611,9 +622,9 @@ class YtDlpProvider:
                 missing_hint=INSTALL_HINT,
                 env=self._env(),
             )
+        if call.refused is not None and (done.returncode != 0 or whole):
+            raise call.refused.error(f"{subject} (or a page, redirect or media it led to)")
         if done.returncode != 0:
-            if call.refused is not None:
-                raise call.refused.error(f"{subject} (or a page, redirect or media it led to)")
             raise ytdlp_error(done.stderr, subject, secrets=[self._proxy or "", call.proxy_url])
         return done
 
