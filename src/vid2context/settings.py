@@ -44,14 +44,16 @@ SETTINGS: tuple[Setting, ...] = (
         "public",
         "bool",
         False,
-        "Public mode: refuse local paths, file:// URLs and private or loopback addresses.",
+        "Public mode: refuse local paths and file:// URLs, and fetch public addresses only (locally "
+        "checked again at every connection and redirect: see self-hosting, public mode).",
     ),
     Setting(
         "VID2CONTEXT_PROXY",
         "proxy",
         "str",
         None,
-        "HTTP(S) proxy URL for every upstream request (for hosts whose addresses YouTube blocks).",
+        "HTTP(S) proxy URL for every upstream request (for hosts whose addresses YouTube blocks). In "
+        "public mode it must be HTTP(S): connections tunnel through it to checked addresses.",
     ),
     Setting(
         "VID2CONTEXT_YOUTUBE_ORIGIN",
