@@ -23,7 +23,17 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-__all__ = ["PUBLIC", "PUBLIC_6", "PUBLIC_B", "MappedDialer", "MappedResolver", "Route", "Site", "TestCA"]
+__all__ = [
+    "PUBLIC",
+    "PUBLIC_6",
+    "PUBLIC_B",
+    "MappedDialer",
+    "MappedResolver",
+    "Route",
+    "Site",
+    "TestCA",
+    "UpstreamProxy",
+]
 
 PUBLIC = "93.184.216.34"
 """A public address (it was example.com's) that the dialer maps to a stand-in server."""
@@ -207,3 +217,56 @@ class TestCA:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert_file, key_file)
         return context
+
+
+class UpstreamProxy:
+    """An operator's HTTP proxy as a stand-in: answers ``CONNECT target`` by connecting to where
+    ``table`` maps the target (nothing else is reachable), and records each target and its
+    ``Proxy-Authorization``. Runs in the test's event loop (``async with``)."""
+
+    def __init__(self, table: Mapping[str, tuple[str, int]]) -> None:
+        self.table = dict(table)
+        self.targets: list[tuple[str, str | None]] = []
+        self.port = 0
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> UpstreamProxy:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        target = head[0].split(" ")[1]
+        auth = next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in head
+                if line.lower().startswith("proxy-authorization:")
+            ),
+            None,
+        )
+        self.targets.append((target, auth))
+        if target not in self.table:
+            writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+            writer.close()
+            return
+        up_reader, up_writer = await asyncio.open_connection(*self.table[target])
+        writer.write(b"HTTP/1.1 200 OK\r\n\r\n")
+
+        async def pipe(source: asyncio.StreamReader, target_writer: asyncio.StreamWriter) -> None:
+            try:
+                while data := await source.read(65536):
+                    target_writer.write(data)
+                    await target_writer.drain()
+            except OSError:
+                pass
+            finally:
+                target_writer.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))

@@ -24,7 +24,17 @@ from vid2context.addresses import AddressClass
 from vid2context.egress import Egress, Refused, Unresolvable, pin
 from vid2context.errors import ErrorCode, VidError
 
-from .egress_standins import PUBLIC, PUBLIC_6, PUBLIC_B, MappedDialer, MappedResolver, Route, Site, TestCA
+from .egress_standins import (
+    PUBLIC,
+    PUBLIC_6,
+    PUBLIC_B,
+    MappedDialer,
+    MappedResolver,
+    Route,
+    Site,
+    TestCA,
+    UpstreamProxy,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -431,3 +441,64 @@ async def test_the_proxy_runs_in_its_own_thread_and_stops_with_the_egress(
     assert "vid2context-egress-proxy" not in names()
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port)).close()
+
+
+# --- through the operator's proxy (VID2CONTEXT_PROXY) ------------------------------------------------
+
+
+async def test_the_operators_proxy_is_given_the_checked_address_never_the_name(public_site: Site) -> None:
+    from vid2context.egress import UpstreamDialer
+
+    async with UpstreamProxy({f"{PUBLIC}:80": public_site.address}) as upstream:
+        dialer = UpstreamDialer(f"http://me:s3cret@127.0.0.1:{upstream.port}")
+        egress = Egress(resolver=_resolver(), dialer=dialer)
+        async with egress.client() as client:
+            response = await client.get("http://media.example.com/page")
+            with pytest.raises(VidError):
+                await client.get("http://internal.example.com/secret")
+        try:  # the filtering proxy tunnels through it the same way
+            answer, _ = await _proxied(
+                egress,
+                lambda cid: (
+                    b"GET http://media.example.com/page HTTP/1.1\r\nHost: media.example.com\r\n"
+                    + _auth(cid)
+                    + b"\r\n"
+                ),
+            )
+            refused, _ = await _proxied(
+                egress,
+                lambda cid: (
+                    b"GET http://other.example.com/page HTTP/1.1\r\nHost: x\r\n" + _auth(cid) + b"\r\n"
+                ),
+            )
+        finally:
+            await egress.aclose()
+    assert response.status_code == 200 and answer.endswith(b"a public page")
+    assert refused.startswith(b"HTTP/1.1 502")  # the operator's proxy refused the tunnel
+    expected = "Basic " + base64.b64encode(b"me:s3cret").decode()
+    assert upstream.targets == [
+        (f"{PUBLIC}:80", expected),
+        (f"{PUBLIC}:80", expected),
+        (f"{PUBLIC_B}:80", expected),
+    ]
+    assert public_site.requests[0][2]["host"] == "media.example.com"
+
+
+def test_public_mode_takes_an_http_proxy_only() -> None:
+    from vid2context.egress import UpstreamDialer
+
+    for url in ("socks5://127.0.0.1:1080", "ftp://proxy.example:21", "http://"):
+        with pytest.raises(VidError) as caught:
+            UpstreamDialer(url)
+        assert caught.value.code is ErrorCode.BAD_REQUEST
+
+
+async def test_check_url_fails_fast_and_says_why() -> None:
+    egress = Egress(resolver=_resolver(), dialer=MappedDialer())
+    await egress.check_url("https://media.example.com/v", subject="the page")
+    with pytest.raises(VidError) as caught:
+        await egress.check_url("http://mixed.example.com/v", subject="the page")
+    assert caught.value.code is ErrorCode.UNSUPPORTED_INPUT and "private network" in (caught.value.hint or "")
+    with pytest.raises(VidError) as caught:
+        await egress.check_url("http://nowhere.example.com/v", subject="the page")
+    assert caught.value.code is ErrorCode.UPSTREAM

@@ -27,7 +27,7 @@ from vid2context.inputs import parse_input
 from vid2context.providers.ytdlp import YtDlpProvider, find_ytdlp
 from vid2context.providers.ytdlp_public import check_saved_media, public_info
 
-from .egress_standins import PUBLIC, MappedDialer, MappedResolver, Route, Site
+from .egress_standins import PUBLIC, MappedDialer, MappedResolver, Route, Site, TestCA
 from .test_ytdlp import Fake
 
 REAL = find_ytdlp()
@@ -335,3 +335,36 @@ def test_a_saved_file_must_be_named_as_media(tmp_path: Path, name: str, refused:
     with pytest.raises(VidError) as caught:
         check_saved_media(path, "the page")
     assert caught.value.code is ErrorCode.UNSUPPORTED_INPUT and not path.exists()
+
+
+@needs_tools
+def test_https_goes_through_the_proxys_tunnel_and_a_redirect_is_refused_there(
+    tmp_path: Path, fixtures: Path, secret: Site
+) -> None:
+    """yt-dlp asks the proxy for ``CONNECT media.example.com:443`` and does TLS itself (the test
+    certificate is not in its bundle, hence the operator's ``--no-check-certificates``)."""
+    ca = TestCA()
+    routes = {
+        "/talk.webm": Route(
+            200, headers={"Content-Type": "video/webm"}, file=fixtures / "media" / "talk.webm"
+        ),
+        "/go": Route(302, headers={"Location": "https://internal.example.com/talk.webm"}),
+    }
+    with Site(routes, tls=ca.server_context("media.example.com", tmp_path)) as site:
+        dialer = MappedDialer({(PUBLIC, 443): site.address, (PRIVATE, 443): secret.address})
+        egress = _egress(dialer)
+        provider = YtDlpProvider(egress=egress, extra_args=["--no-check-certificates"])
+        meta = _run(
+            provider,
+            lambda p: p.metadata(parse_input("https://media.example.com/talk.webm", public=True), Ctx()),
+            egress,
+        )
+        error = _refused(
+            provider,
+            lambda p: p.metadata(parse_input("https://media.example.com/go", public=True), Ctx()),
+            egress,
+        )
+    assert meta.title == "talk" and site.server_names[0] == "media.example.com"
+    assert error.code is ErrorCode.UNSUPPORTED_INPUT and "private network" in (error.hint or "")
+    _no_address_in(error)
+    assert (PRIVATE, 443) not in dialer.dialed and secret.requests == []

@@ -684,7 +684,7 @@ class YtDlpProvider:
                 "--write-auto-subs" if automatic else "--write-subs", "--sub-langs", re.escape(key),
                 "--sub-format", SUB_FORMATS, "-P", str(folder), "-o", "sub.%(ext)s",
             ]  # fmt: skip
-            await self._run(args, None, ctx, ref)
+            await self._run(args, None, ctx, ref, whole=True)  # a refused track is only a warning
             files = sorted(p for p in folder.glob("sub.*") if p.is_file() and p.name != "info.json")
             if not files:
                 raise VidError(
