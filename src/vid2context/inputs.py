@@ -6,7 +6,9 @@ what an input is lets the pipeline pick a provider without trying them in turn, 
 mode refuse local files and private addresses before any provider can be tricked into reading
 them. Hosts are matched exactly, after the same normalisation a browser applies (percent-decoding,
 IDNA, legacy IPv4 numbers), so ``youtube.com.evil.com`` is not YouTube and ``0x7f000001`` is not a
-public host.
+public host. Which addresses are public is ``addresses``' table; names are only read here, and
+the check that holds when a connection is made (DNS answers, redirects) is the local runtime's
+``egress``.
 
 Accepted forms::
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import logging
 import threading
 from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
@@ -35,6 +36,8 @@ from .dial import Dialer, connect_any
 from .resolve import Pin, Refused, Unresolvable
 
 __all__ = ["FilteringProxy"]
+
+log = logging.getLogger("vid2context.egress")
 
 HEAD_LIMIT = 64 * 1024
 HEAD_TIMEOUT_S = 60.0
@@ -122,6 +125,8 @@ class FilteringProxy:
             await self._serve(reader, writer)
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
             pass  # the client went away, or sent too much or too little: nothing to answer
+        except Exception:  # a bug here must not end the proxy's loop; the connection just closes
+            log.exception("filtering proxy: a connection failed")
         finally:
             if task is not None:
                 self._tasks.discard(task)  # type: ignore[arg-type]
