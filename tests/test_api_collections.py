@@ -33,8 +33,9 @@ OTHER_ID = "youtube:F1xioXWb8CY"
 BLOCKED = "botCheck001"
 PLAYLIST = f"https://www.youtube.com/playlist?list={PLAYLIST_ID}"  # 12 videos
 COLLECTION_FIELDS = {
-    "id", "name", "description", "sources", "schedule", "videoCount", "createdAt", "updatedAt", "checkedAt"
+    "id", "name", "description", "sources", "videoCount", "createdAt", "updatedAt", "checkedAt", "watch"
 }  # fmt: skip
+"""The one collection shape of every answer (MCP's too: tests/test_mcp_tools.py)."""
 JOB_FIELDS = {"id", "kind", "status", "createdAt", "updatedAt"}
 
 
@@ -104,11 +105,11 @@ async def test_create_list_and_get(stored_api: Api) -> None:
     assert set(created) == COLLECTION_FIELDS
     assert created["id"].startswith("col_") and created["name"] == "talks"
     assert created["description"] == "Conference talks" and created["sources"] == [PLAYLIST]
-    assert created["schedule"] is None and created["videoCount"] == 0 and created["checkedAt"] is None
+    assert created["watch"] is None and created["videoCount"] == 0 and created["checkedAt"] is None
     listed = (await stored_api.client.get(f"{API}/collections")).json()["collections"]
     assert [c["id"] for c in listed] == [created["id"]]
     view = (await stored_api.client.get(f"{API}/collections/{created['id']}")).json()
-    assert set(view) == COLLECTION_FIELDS | {"videos", "pending", "watch"}
+    assert set(view) == COLLECTION_FIELDS | {"videos", "pending"}
     assert view["videos"] == [] and view["pending"] == [] and view["watch"] is None
 
 
@@ -117,10 +118,11 @@ async def test_create_list_and_get(stored_api: Api) -> None:
 )
 async def test_create_with_a_watch_schedule(api: Api, every: Any, stored: Any) -> None:
     created = await api.create(watch={"every": every})
-    assert created["schedule"] == {"every": stored, "at": None, "enabled": True}
+    assert created["watch"]["schedule"] == {"every": stored, "at": None, "enabled": True}
     view = (await api.client.get(f"{API}/collections/{created['id']}")).json()
-    assert view["watch"]["schedule"] == created["schedule"]
-    assert view["watch"]["state"]["lastCheckedAt"] is None and view["watch"]["state"]["nextDueAt"]
+    assert view["watch"] == created["watch"]
+    assert view["checkedAt"] is None and set(view["watch"]["state"]) == {"nextDueAt"}
+    assert view["watch"]["state"]["nextDueAt"]
 
 
 async def test_patch_changes_only_what_is_given_and_null_clears(stored_api: Api) -> None:
@@ -130,20 +132,23 @@ async def test_patch_changes_only_what_is_given_and_null_clears(stored_api: Api)
     url = f"{API}/collections/{created['id']}"
     renamed = (await stored_api.client.patch(url, json={"name": "renamed"})).json()
     assert renamed["name"] == "renamed" and renamed["description"] == "d" and renamed["sources"] == [PLAYLIST]
-    assert renamed["schedule"] == {"every": "daily", "at": "06:30", "enabled": True}
+    assert renamed["watch"]["schedule"] == {"every": "daily", "at": "06:30", "enabled": True}
     assert renamed["updatedAt"] >= created["updatedAt"]
     untouched = (await stored_api.client.patch(url, json={})).json()
-    assert {k: untouched[k] for k in ("name", "description", "sources", "schedule")} == {
-        k: renamed[k] for k in ("name", "description", "sources", "schedule")
+    assert {k: untouched[k] for k in ("name", "description", "sources", "watch")} == {
+        k: renamed[k] for k in ("name", "description", "sources", "watch")
     }
     paused = (
         await stored_api.client.patch(url, json={"watch": {"every": {"minutes": 30}, "enabled": False}})
     ).json()
-    assert paused["schedule"] == {"every": 30, "at": None, "enabled": False}
+    assert paused["watch"] == {
+        "schedule": {"every": 30, "at": None, "enabled": False},
+        "state": {"nextDueAt": None},
+    }
     cleared = (
         await stored_api.client.patch(url, json={"watch": None, "description": None, "sources": None})
     ).json()
-    assert cleared["schedule"] is None and cleared["description"] is None and cleared["sources"] == []
+    assert cleared["watch"] is None and cleared["description"] is None and cleared["sources"] == []
     assert cleared["name"] == "renamed"
     assert (await stored_api.client.get(url)).json()["watch"] is None
 
@@ -249,6 +254,13 @@ async def test_export_then_import(stored_api: Api) -> None:
         "videos": [VIDEO],
         "schedule": {"every": "weekly", "at": None, "enabled": True},
     }
+    taken = assert_error(
+        await stored_api.client.post(f"{API}/collections/import", json=exported), 400, "bad-request"
+    )
+    assert (
+        created["id"] in taken["hint"] and "GET /api/v1/collections/" in taken["hint"]
+    )  # the name is in use
+    exported["name"] = "talks, again"
     response = await stored_api.client.post(f"{API}/collections/import", json=exported)
     assert response.status_code == 201, response.text
     imported = response.json()

@@ -56,6 +56,10 @@ BLOCKED = "botCheck001"  # "Sign in to confirm you're not a bot"
 NO_CAPTIONS = "dsMFmonKDD4"
 PLAYLIST = f"https://www.youtube.com/playlist?list={PLAYLIST_ID}"  # 12 videos
 CHANNEL = f"https://www.youtube.com/channel/{CHANNEL_ID}"  # 30 videos
+SUMMARY_FIELDS = {
+    "id", "name", "description", "sources", "videoCount", "createdAt", "updatedAt", "checkedAt", "watch"
+}  # fmt: skip
+"""The one collection shape of every answer, REST and MCP."""
 ISO_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 
 
@@ -180,11 +184,11 @@ async def test_create_collection(runtime: Runtime) -> None:
     # The watch URL with list= stands for its playlist, so it and the playlist URL are one source.
     assert collection.sources == [PLAYLIST, "https://www.youtube.com/@ProgrammingKnowledge"]
     assert ISO_Z.fullmatch(collection.created_at) and collection.updated_at == collection.created_at
-    assert collection.video_count == 0 and collection.schedule is None
+    assert collection.video_count == 0 and collection.watch is None and collection.checked_at is None
     assert (await get_collection(runtime, collection.id)) == collection
     assert [c.id for c in await list_collections(runtime)] == [collection.id]
     wire = json.loads(msgspec.json.encode(collection))
-    assert {"videoCount", "createdAt", "updatedAt"} <= set(wire)
+    assert set(wire) == SUMMARY_FIELDS
 
 
 async def test_a_single_video_is_not_a_source(runtime: Runtime) -> None:
@@ -194,7 +198,8 @@ async def test_a_single_video_is_not_a_source(runtime: Runtime) -> None:
         "sources[1]",
         "single video",
     )
-    assert "add_to_collection" in (error.hint or "")
+    assert "add_to_collection" in (error.hint_for("mcp") or "")
+    assert "POST /api/v1/collections/{id}/items" in (error.hint_for("rest") or "")
     await fails(
         create_collection(runtime, "c", sources=["not a url at all"]),
         ErrorCode.UNSUPPORTED_INPUT,
@@ -225,7 +230,7 @@ async def test_collection_names_are_checked(runtime: Runtime, name: Any) -> None
 )
 async def test_schedules(runtime: Runtime, schedule: Any, expected: Schedule) -> None:
     collection = await create_collection(runtime, "c", schedule=schedule)
-    assert collection.schedule == expected
+    assert collection.watch is not None and collection.watch.schedule == expected
 
 
 @pytest.mark.parametrize(
@@ -249,7 +254,8 @@ async def test_update_distinguishes_not_given_from_none(runtime: Runtime) -> Non
         runtime, "c", description="d", sources=[PLAYLIST], schedule={"every": "hourly"}
     )
     renamed = await update_collection(runtime, created.id, name="renamed")
-    assert (renamed.name, renamed.description, renamed.sources, renamed.schedule) == (
+    assert renamed.watch is not None
+    assert (renamed.name, renamed.description, renamed.sources, renamed.watch.schedule) == (
         "renamed",
         "d",
         [PLAYLIST],
@@ -257,7 +263,7 @@ async def test_update_distinguishes_not_given_from_none(runtime: Runtime) -> Non
     )
     assert renamed.updated_at >= created.updated_at and renamed.created_at == created.created_at
     cleared = await update_collection(runtime, created.id, schedule=None, description=None)
-    assert cleared.schedule is None and cleared.description is None and cleared.sources == [PLAYLIST]
+    assert cleared.watch is None and cleared.description is None and cleared.sources == [PLAYLIST]
     moved = await update_collection(runtime, created.id, sources=[CHANNEL])
     assert moved.sources == [CHANNEL] and moved.name == "renamed"
     await fails(update_collection(runtime, created.id, sources=[GOOD]), ErrorCode.BAD_REQUEST, "single video")
@@ -277,7 +283,8 @@ async def test_unknown_collections_are_not_found(runtime: Runtime) -> None:
         refresh_collection(runtime, missing),
         export_collection(runtime, missing),
     ):
-        await fails(call, ErrorCode.NOT_FOUND, missing, "list_collections")
+        error = await fails(call, ErrorCode.NOT_FOUND, missing, "GET /api/v1/collections")
+        assert "list_collections" in (error.hint_for("mcp") or "")
     await fails(get_collection(runtime, ""), ErrorCode.BAD_REQUEST)
 
 
@@ -513,15 +520,16 @@ async def test_watch_is_null_without_a_schedule_and_echoes_it_with_one(runtime: 
     assert view.watch is not None and view.watch.schedule == Schedule(every="daily", at="06:30")
     wire = json.loads(msgspec.json.encode(view))
     assert set(wire["watch"]) == {"schedule", "state"}
-    assert set(wire["watch"]["state"]) == {"lastCheckedAt", "nextDueAt"}
+    assert set(wire["watch"]["state"]) == {"nextDueAt"} and wire["checkedAt"] is None
     assert {"videos", "pending", "videoCount"} <= set(wire)
 
 
 async def test_watch_state_follows_refreshes(runtime: Runtime) -> None:
     collection = await create_collection(runtime, "w", schedule={"every": 30})
     summary = await refresh_collection(runtime, collection.id)
-    state = (await get_collection_view(runtime, collection.id)).watch.state  # type: ignore[union-attr]
-    assert state.last_checked_at == summary.checked_at and state.next_due_at > summary.checked_at
+    view = await get_collection_view(runtime, collection.id)
+    assert view.watch is not None and view.watch.state.next_due_at
+    assert view.checked_at == summary.checked_at and view.watch.state.next_due_at > summary.checked_at
 
 
 @pytest.mark.parametrize(
@@ -577,7 +585,12 @@ async def test_export_is_a_portable_definition(runtime: Runtime) -> None:
 
 @pytest.mark.parametrize("form", ["bytes", "text", "dict", "struct"])
 async def test_export_import_round_trip(runtime: Runtime, form: str) -> None:
-    definition = await export_collection(runtime, await make_exportable(runtime))
+    exported = await make_exportable(runtime)
+    definition = await export_collection(runtime, exported)
+    # Here the name is taken: refused, naming the collection that has it, and nothing is stored.
+    await fails(import_collection(runtime, definition), ErrorCode.BAD_REQUEST, exported, "Talks")
+    assert [c.id for c in await list_collections(runtime)] == [exported]
+    await delete_collection(runtime, exported)  # as on another installation
     encoded = msgspec.json.encode(definition)
     given: Any = {
         "bytes": encoded,
@@ -587,12 +600,12 @@ async def test_export_import_round_trip(runtime: Runtime, form: str) -> None:
     }[form]
     collection, summary = await import_collection(runtime, given)
     assert summary is None
-    assert (collection.name, collection.description, collection.sources, collection.schedule) == (
+    assert (collection.name, collection.description, collection.sources) == (
         definition.name,
         definition.description,
         definition.sources,
-        definition.schedule,
     )
+    assert (collection.watch.schedule if collection.watch else None) == definition.schedule
     view = await get_collection_view(runtime, collection.id)
     assert view.videos == [] and view.pending == definition.videos
     assert await export_collection(runtime, collection.id) == definition

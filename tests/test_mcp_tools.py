@@ -63,7 +63,17 @@ TOOLS = {
     "export_obsidian",
     "get_job",
 }
-STRUCTURED = {"list_formats", "get_outline", "list_items", "get_comments", "list_models"}
+STRUCTURED = {
+    "list_formats",
+    "get_outline",
+    "list_items",
+    "get_comments",
+    "list_models",
+    "list_collections",
+    "create_collection",
+    "add_to_collection",
+    "get_collection",
+}
 WRITES = {"create_collection", "add_to_collection", "export_obsidian"}
 SINGLE_FORMATS = [f.id for f in FORMATTERS.values() if not f.combines_videos]
 
@@ -598,7 +608,7 @@ async def test_collections_end_to_end(client: Client) -> None:
         await client.call_tool("create_collection", {"name": "Hybrids", "description": "cars"})
     )
     collection_id = created["collection"]["id"]
-    assert created["summary"] is None and collection_id.startswith("col_")
+    assert "summary" not in created and collection_id.startswith("col_")
     seen: list[float] = []
 
     async def progress(value: float, total: float | None, message: str | None) -> None:
@@ -629,7 +639,7 @@ async def test_collections_end_to_end(client: Client) -> None:
         f"youtube:{PLAIN}",
     ]
     listed = json_block(await client.call_tool("list_collections", {}))
-    assert listed["collections"][0]["id"] == collection_id and listed["collections"][0]["videos"] == 3
+    assert listed["collections"][0]["id"] == collection_id and listed["collections"][0]["videoCount"] == 3
     pack = text_of(
         await client.call_tool("export_context_pack", {"collection": collection_id, "maxTokens": 2000})
     )
@@ -710,8 +720,9 @@ async def test_prompts_plan_the_reading_and_ask_for_citations(client: Client) ->
     guide_text = guide.messages[0].content.text
     assert "Toyota Prius" in guide_text and "Inspection checklist" in guide_text and "Prices" in guide_text
     assert f"youtube:{LONG}" in guide_text and "tokens" in guide_text
-    with pytest.raises(MCPError):
+    with pytest.raises(MCPError) as caught:
         await client.get_prompt("brief", {})
+    assert json.loads(caught.value.error.message)["error"] == "bad-request"  # the real message
 
 
 @ON_WORKER_TOO

@@ -272,10 +272,13 @@ def test_readers_do_not_wait_for_the_writer(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+MIGRATIONS = sorted(path.name for path in find_migrations().glob("*.sql"))
+
+
 def test_migrations_run_once_and_are_recorded(tmp_path: Path) -> None:
     path = tmp_path / "vid2context.db"
     database = SQLiteDatabase(path)
-    assert database.applied == ["0001_init.sql"]
+    assert database.applied == MIGRATIONS and MIGRATIONS[:2] == ["0001_init.sql", "0002_collection_names.sql"]
     assert isinstance(database.vector_available, bool)
     conn = database._writer
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -285,7 +288,7 @@ def test_migrations_run_once_and_are_recorded(tmp_path: Path) -> None:
     again = SQLiteDatabase(path)
     assert again.applied == []
     names = again._writer.execute("SELECT name FROM _vid2context_migrations").fetchall()
-    assert [tuple(row) for row in names] == [("0001_init.sql",)]
+    assert [row[0] for row in names] == MIGRATIONS
     again._close()
 
 
@@ -304,7 +307,7 @@ def test_a_failing_migration_is_rolled_back_whole(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "videos" in tables and "half" not in tables
-    assert conn.execute("SELECT name FROM _vid2context_migrations").fetchall() == [("0001_init.sql",)]
+    assert [row[0] for row in conn.execute("SELECT name FROM _vid2context_migrations")] == MIGRATIONS
     conn.close()
 
 

@@ -16,9 +16,9 @@ from urllib.parse import unquote
 
 import msgspec
 
-from .errors import ErrorCode, VidError
+from .errors import ErrorCode, VidError, steps
 from .inputs import is_list, parse_input
-from .models import Base, Collection, CollectionDefinition, Schedule
+from .models import Base, Collection, CollectionDefinition, RefreshSummary, Schedule
 
 __all__ = [
     "DEFINITION_FORMAT",
@@ -29,6 +29,9 @@ __all__ = [
     "MAX_NAME_CHARS",
     "MAX_SOURCES",
     "MAX_VIDEOS",
+    "CollectionList",
+    "CollectionResult",
+    "CollectionSummary",
     "Watch",
     "WatchState",
     "check_description",
@@ -42,6 +45,7 @@ __all__ = [
     "next_due",
     "normalize_video_id",
     "parse_definition",
+    "summary_of",
     "watch_of",
 ]
 
@@ -222,7 +226,7 @@ def check_sources(sources: object, *, public: bool, field: str = "sources") -> l
         try:
             ref = parse_input(source, public=public)  # type: ignore[arg-type]
         except VidError as error:
-            raise VidError(error.code, f"{where}: {error.message}", hint=error.hint) from None
+            raise VidError(error.code, f"{where}: {error.message}", hint=error.hints) from None
         if ref.kind == "video" and ref.list_id and ref.platform == "youtube":
             ref = parse_input(f"youtube:playlist:{ref.list_id}")
         if not is_list(ref):
@@ -230,8 +234,9 @@ def check_sources(sources: object, *, public: bool, field: str = "sources") -> l
             raise VidError(
                 ErrorCode.BAD_REQUEST,
                 f"{where} ({str(source)[:80]}) is {what}, not a YouTube playlist or channel.",
-                hint="Sources are lists whose new videos a refresh adds; add a single video with "
-                "add_to_collection (POST /api/v1/collections/{id}/items) instead.",
+                hint=steps(
+                    "Sources are lists whose new videos a refresh adds; add a single video with {add_videos} instead."
+                ),
             )
         canonical = ref.url or ref.id
         if canonical not in out:
@@ -246,7 +251,7 @@ def check_videos(videos: list[str], *, public: bool, field: str = "videos") -> d
         try:
             ref = parse_input(text, public=public)
         except VidError as error:
-            raise VidError(error.code, f"{field}[{index}]: {error.message}", hint=error.hint) from None
+            raise VidError(error.code, f"{field}[{index}]: {error.message}", hint=error.hints) from None
         if is_list(ref):
             raise _bad(
                 f"{field}[{index}] ({text[:80]}) is a {ref.kind}, not a video.",
@@ -364,15 +369,66 @@ _PERIODS = {"hourly": timedelta(hours=1), "daily": timedelta(days=1), "weekly": 
 
 
 class WatchState(Base):
-    last_checked_at: str | None = None
-    """When a refresh last read the sources; ``None`` when never (or not recorded)."""
     next_due_at: str | None = None
-    """When the schedule next wants a refresh (in the past: overdue); ``None`` when disabled or unknown."""
+    """When the schedule next wants a refresh (in the past: overdue); ``None`` when disabled or unknown.
+    The last refresh is the collection's ``checkedAt``."""
 
 
 class Watch(Base):
     schedule: Schedule
     state: WatchState
+
+
+class CollectionSummary(Base, kw_only=True):
+    """A collection as every answer shows it, REST and MCP alike (a list, a create, an update,
+    a result's ``collection``); ``get_collection`` adds its videos and pending inputs.
+
+    The stored ``Collection`` keeps its ``schedule``; here it is ``watch``, the schedule with its
+    state, as the contract names it (and as ``POST``/``PATCH`` take it).
+    """
+
+    id: str
+    name: str
+    description: str | None = None
+    sources: list[str] = []
+    """Lists (playlists, channels, feeds) whose new videos a refresh adds."""
+    video_count: int = 0
+    """Saved videos (pending inputs not counted)."""
+    created_at: str = ""
+    updated_at: str = ""
+    checked_at: str | None = None
+    """When the sources were last checked for new videos (the last refresh)."""
+    watch: Watch | None = None
+    """The schedule and when it is next due; ``None`` when the collection is not watched."""
+
+
+class CollectionList(Base):
+    """Every collection, most recently updated first (``GET /collections``, ``list_collections``)."""
+
+    collections: list[CollectionSummary]
+
+
+class CollectionResult(Base, omit_defaults=True):
+    """A collection after work on it, and what the work did: adding videos, a refresh, an import
+    with ``refresh``, a create that follows sources (REST jobs, REST import, MCP tools alike)."""
+
+    collection: CollectionSummary
+    summary: RefreshSummary | None = None
+
+
+def summary_of(collection: Collection) -> CollectionSummary:
+    """The public shape of a stored collection."""
+    return CollectionSummary(
+        id=collection.id,
+        name=collection.name,
+        description=collection.description,
+        sources=list(collection.sources),
+        video_count=collection.video_count,
+        created_at=collection.created_at,
+        updated_at=collection.updated_at,
+        checked_at=collection.checked_at,
+        watch=watch_of(collection),
+    )
 
 
 def next_due(schedule: Schedule, since: datetime) -> datetime:
@@ -401,4 +457,4 @@ def watch_of(collection: Collection) -> Watch | None:
         except ValueError:
             since = None
         due = next_due(schedule, since).strftime("%Y-%m-%dT%H:%M:%SZ") if since else None
-    return Watch(schedule=schedule, state=WatchState(last_checked_at=last, next_due_at=due))
+    return Watch(schedule=schedule, state=WatchState(next_due_at=due))

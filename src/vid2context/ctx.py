@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from .errors import ErrorCode, VidError
+from .errors import ErrorCode, VidError, per_surface
 
 __all__ = ["Ctx", "Progress"]
 
@@ -70,7 +70,10 @@ class Ctx:
         return VidError(
             ErrorCode.TIMEOUT,
             "The call ran out of time.",
-            hint="Retry; long videos may need a job (POST /api/v1/jobs) or a longer timeout.",
+            hint=per_surface(
+                rest="Retry; long videos may need a job (POST /api/v1/jobs) or a longer timeout.",
+                mcp="Retry; long videos may need a longer timeout (VID2CONTEXT_REQUEST_TIMEOUT_MS).",
+            ),
         )
 
     def progress(self, stage: str, fraction: float | None = None, message: str = "") -> None:

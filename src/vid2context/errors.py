@@ -5,6 +5,16 @@ problem, a hint naming the next step, and the ladder ``attempts`` that led to it
 the code through ``STATUS_BY_CODE``; the MCP layer returns the same error as an ``isError`` result.
 Anything that is not a ``VidError`` is a bug and surfaces as ``internal`` with no detail.
 
+A hint names the next step, and the step depends on who is asking: a REST client lists
+collections with ``GET /api/v1/collections``, an MCP client with ``list_collections``. So a hint is
+one text for every surface, or a text per surface: ``steps("List them with {collections}.")``
+names the route or the tool from ``STEPS`` (the one table of steps that hints name), and
+``per_surface(rest=..., mcp=...)`` says something else to each. Each boundary renders
+its own (``error_body`` the REST text, the MCP layer ``hint_for("mcp")``); code that copies a hint
+into data on the way (a ``FailedInput`` in a summary) reads ``error.hint``, the text for the
+surface of the call it runs in (``SURFACE``, set by the MCP layer for its calls, REST otherwise),
+and code that makes a new error from another passes ``error.hints`` so no surface's text is lost.
+
 The codes, by whose problem it is::
 
     the caller's input     unsupported-input  bad-request  not-found  too-large
@@ -19,14 +29,70 @@ This module imports only ``models`` (for ``Attempt``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from .models import Attempt
 
-__all__ = ["STATUS_BY_CODE", "ErrorCode", "VidError", "error_body"]
+__all__ = [
+    "STATUS_BY_CODE",
+    "SURFACE",
+    "ErrorCode",
+    "STEPS",
+    "Hint",
+    "Surface",
+    "VidError",
+    "error_body",
+    "on_surface",
+    "per_surface",
+    "steps",
+]
+
+Surface = Literal["rest", "mcp"]
+SURFACE: ContextVar[Surface] = ContextVar("vid2context_surface", default="rest")
+"""The surface the running call came in on; the MCP layer sets ``mcp`` for its calls."""
+
+Hint = str | Mapping[str, str]
+"""One text for every surface, or a text per surface (``per_surface``)."""
+
+
+STEPS: dict[str, tuple[str, str]] = {
+    "outline": ("GET /api/v1/outline", "get_outline"),
+    "items": ("GET /api/v1/items", "list_items"),
+    "collections": ("GET /api/v1/collections", "list_collections"),
+    "add_videos": ("POST /api/v1/collections/{id}/items", "add_to_collection"),
+    "rungs": ("GET /api/v1/health", "list_models"),
+    "library": ("GET /api/v1/library", "resources/list"),
+}
+"""The steps hints name: ``(REST route, MCP tool or method)``; tests check that each exists."""
+
+
+def steps(template: str) -> dict[str, str]:
+    """A hint per surface: ``template`` with each ``{step}`` replaced by that surface's route or tool."""
+    return {
+        surface: template.format_map({name: pair[i] for name, pair in STEPS.items()})
+        for i, surface in enumerate(("rest", "mcp"))
+    }
+
+
+def per_surface(*, rest: str, mcp: str) -> dict[str, str]:
+    """A hint that names a route to REST clients and a tool to MCP clients."""
+    return {"rest": rest, "mcp": mcp}
+
+
+@contextmanager
+def on_surface(surface: Surface) -> Iterator[None]:
+    """Run the block as a call from ``surface`` (tasks started inside inherit it)."""
+    token = SURFACE.set(surface)
+    try:
+        yield
+    finally:
+        SURFACE.reset(token)
 
 
 class ErrorCode(StrEnum):
@@ -82,16 +148,26 @@ class VidError(Exception):
         code: ErrorCode | str,
         message: str,
         *,
-        hint: str | None = None,
+        hint: Hint | None = None,
         attempts: list[Attempt] | None = None,
         retry_after: int | None = None,
     ) -> None:
         super().__init__(message)
         self.code = ErrorCode(code)
         self.message = message
-        self.hint = hint
+        self.hints: dict[str, str] = (
+            {} if not hint else {"rest": hint, "mcp": hint} if isinstance(hint, str) else dict(hint)
+        )
         self.attempts: list[Attempt] = list(attempts or [])
         self.retry_after = retry_after
+
+    @property
+    def hint(self) -> str | None:
+        """The hint for the surface of the running call."""
+        return self.hint_for(SURFACE.get())
+
+    def hint_for(self, surface: Surface) -> str | None:
+        return self.hints.get(surface) or self.hints.get("rest") or None
 
     @property
     def status(self) -> int:
@@ -114,6 +190,7 @@ class VidError(Exception):
 def error_body(error: VidError) -> dict[str, Any]:
     """The HTTP contract's error body: ``{"error": {code, message, hint?}, "attempts": [...]}``."""
     inner: dict[str, Any] = {"code": error.code.value, "message": error.message}
-    if error.hint:
-        inner["hint"] = error.hint
+    hint = error.hint_for("rest")
+    if hint:
+        inner["hint"] = hint
     return {"error": inner, "attempts": msgspec.to_builtins(error.attempts)}

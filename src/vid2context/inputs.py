@@ -39,7 +39,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 import msgspec
 
 from .addresses import host_class, refusal
-from .errors import ErrorCode, VidError
+from .errors import ErrorCode, Hint, VidError, per_surface
 from .models import VideoRef
 from .timecode import parse_time
 
@@ -50,7 +50,18 @@ _SHOWN_CHARS = 60
 
 _ACCEPTED = "a video URL, a YouTube id or @handle, upload:<sha256>, or a local file path"
 _ACCEPTED_PUBLIC = "a public http(s) video URL, a YouTube id or @handle, or upload:<sha256>"
-_UPLOAD_HINT = "Upload the file with POST /api/v1/uploads instead, then pass the upload:<sha256> it returns."
+_UPLOAD_HINT = per_surface(
+    rest="Upload the file with POST /api/v1/uploads instead, then pass the upload:<sha256> it returns.",
+    mcp="Give a public URL of the media instead, or read the file with the local server (vid2context mcp).",
+)
+_PAGE_HINT = {
+    surface: "For a web page, give the full URL with https://. " + text
+    for surface, text in _UPLOAD_HINT.items()
+}
+_UPLOAD_INPUT_HINT = per_surface(
+    rest="Use the input value that POST /api/v1/uploads returned (upload:<sha256>).",
+    mcp="Use the input value the upload returned (upload:<sha256>).",
+)
 
 _YT_VIDEO_ID = re.compile(r"[A-Za-z0-9_-]{11}")
 _YT_LIST_ID = re.compile(r"[A-Za-z0-9_-]{2,128}")
@@ -417,7 +428,7 @@ def _local(path: str, public: bool, original: str) -> VideoRef:
         hint = _UPLOAD_HINT
         first = re.split(r"[/\\?#]", original, maxsplit=1)[0]
         if "." in first and not _has_media_extension(first) and not first.startswith(("~", ".")):
-            hint = "For a web page, give the full URL with https://. " + _UPLOAD_HINT
+            hint = _PAGE_HINT
         raise _unsupported("Local files are not accepted by this server.", hint)
     if not path:
         raise VidError(
@@ -463,7 +474,7 @@ def _upload(sha: str) -> VideoRef:
         raise VidError(
             ErrorCode.BAD_REQUEST,
             "An upload reference is upload: followed by a 64-character hex SHA-256.",
-            hint="Use the input value that POST /api/v1/uploads returned (upload:<sha256>).",
+            hint=_UPLOAD_INPUT_HINT,
         )
     sha = sha.lower()
     return VideoRef(id=f"upload:{sha}", platform="upload", kind="video", native_id=sha)
@@ -502,5 +513,5 @@ def _show(text: str) -> str:
     return repr(text)
 
 
-def _unsupported(message: str, hint: str) -> VidError:
+def _unsupported(message: str, hint: Hint) -> VidError:
     return VidError(ErrorCode.UNSUPPORTED_INPUT, message, hint=hint)

@@ -30,12 +30,12 @@ from . import library, pipeline
 from .batch import MAX_VIDEOS as MAX_BUNDLE_VIDEOS
 from .batch import read_videos
 from .bundle import build_bundle
-from .collections_io import MAX_CONCURRENCY, MAX_VIDEOS, check_run, is_int_in
+from .collections_io import MAX_CONCURRENCY, MAX_VIDEOS, CollectionResult, check_run, is_int_in
 from .errors import ErrorCode, VidError
 from .formats import get_formatter
 from .inputs import is_list
 from .jobs import JobKind, JobRun
-from .models import Base, Collection, FailedInput, RefreshSummary, VideoContext, VideoSummary
+from .models import Base, FailedInput, VideoContext, VideoSummary
 from .storage.base import summarize
 
 if TYPE_CHECKING:
@@ -242,13 +242,6 @@ async def _check_ingest(runtime: Runtime, value: Any, options: dict[str, Any]) -
             f"inputs must be an array of 1 to {MAX_VIDEOS} URLs or ids.", "Give videos or lists as strings."
         )
     return {"collectionId": collection.id, "inputs": inputs}, _run_options(options, "ingest")
-
-
-class CollectionResult(Base, omit_defaults=True):
-    """What ingest and refresh answer: the collection after the work, and what the work did."""
-
-    collection: Collection
-    summary: RefreshSummary | None = None
 
 
 async def _run_ingest(run: JobRun) -> CollectionResult:

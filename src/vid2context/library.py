@@ -32,7 +32,9 @@ import msgspec
 from . import batch, pipeline
 from .batch import OnEvent
 from .collections_io import (
+    MAX_NAME_CHARS,
     MAX_VIDEOS,
+    CollectionSummary,
     Watch,
     WatchState,
     check_description,
@@ -45,10 +47,10 @@ from .collections_io import (
     is_int_in,
     normalize_video_id,
     parse_definition,
-    watch_of,
+    summary_of,
 )
 from .ctx import Ctx
-from .errors import ErrorCode, VidError
+from .errors import ErrorCode, VidError, per_surface, steps
 from .inputs import is_list, parse_input
 from .models import (
     Collection,
@@ -66,6 +68,7 @@ from .runtime import Runtime
 from .storage.base import summarize
 
 __all__ = [
+    "CollectionSummary",
     "CollectionView",
     "Watch",
     "WatchState",
@@ -83,20 +86,20 @@ __all__ = [
     "normalize_video_id",
     "refresh_collection",
     "remove_from_collection",
+    "resolve_collection",
     "update_collection",
 ]
 
 MAX_PAGE = 200
 _UNSET: Any = object()
-_LIBRARY_HINT = "List saved videos with GET /api/v1/library; a video is saved when it is first read."
+_LIBRARY_HINT = steps("List saved videos with {library}; a video is saved when it is first read.")
 
 
-class CollectionView(Collection):
-    """A collection with its saved videos (in added order), pending inputs and watch state."""
+class CollectionView(CollectionSummary, kw_only=True):
+    """A collection's summary with its saved videos (in added order) and pending inputs."""
 
     videos: list[VideoSummary] = msgspec.field(default_factory=list)
     pending: list[str] = msgspec.field(default_factory=list)
-    watch: Watch | None = None
 
 
 def _now() -> str:
@@ -142,17 +145,45 @@ def _new_id() -> str:
     return "col_" + secrets.token_urlsafe(9)  # 12 URL-safe characters, 72 random bits
 
 
-async def _require(runtime: Runtime, collection_id: object) -> Collection:
-    if not isinstance(collection_id, str) or not collection_id.strip():
-        raise _bad("A collection id is required.", "Give the id that create_collection returned (col_...).")
-    collection = await runtime.storage.get_collection(collection_id.strip())
-    if collection is None:
-        raise VidError(
-            ErrorCode.NOT_FOUND,
-            f"There is no collection {collection_id.strip()[:60]!r}.",
-            hint="List collections with GET /api/v1/collections (or list_collections).",
+async def _require(runtime: Runtime, reference: object) -> Collection:
+    """The stored collection ``reference`` names: its id, else its name (compared trimmed, ASCII
+    case ignored). An id wins over a name; a name that twins made before names were unique
+    share is ``bad-request`` listing their ids."""
+    if not isinstance(reference, str) or not reference.strip():
+        raise _bad(
+            "A collection id or name is required.",
+            steps("Give its id (col_...) or name; {collections} lists them."),
         )
-    return collection
+    text = reference.strip()
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    if len(text) <= MAX_NAME_CHARS:
+        collection = await runtime.storage.get_collection(text)
+        if collection is not None:
+            return collection
+        named = await runtime.storage.find_collections(text)
+        if len(named) == 1:
+            return named[0]
+        if named:
+            ids = [c.id for c in named]
+            raise VidError(
+                ErrorCode.BAD_REQUEST,
+                f"{len(ids)} collections are named {shown!r}: {', '.join(ids[:10])}.",
+                hint=per_surface(
+                    rest=f"Name one by its id ({ids[0]}, ...); renaming the others "
+                    "(PATCH /api/v1/collections/{id}) makes the name unique again.",
+                    mcp=f"Name one by its id ({ids[0]}, ...).",
+                ),
+            )
+    raise VidError(
+        ErrorCode.NOT_FOUND,
+        f"There is no collection with the id or name {shown!r}.",
+        hint=steps("List collections with {collections}, and give an id (col_...) or a name."),
+    )
+
+
+async def resolve_collection(runtime: Runtime, reference: str) -> CollectionSummary:
+    """The collection named by its id or its unique name (see ``_require``)."""
+    return summary_of(await _require(runtime, reference))
 
 
 async def create_collection(
@@ -161,8 +192,9 @@ async def create_collection(
     description: str | None = None,
     sources: list[str] | None = None,
     schedule: Schedule | dict[str, Any] | None = None,
-) -> Collection:
-    """A new, empty collection; its ``sources`` are read by the first refresh."""
+) -> CollectionSummary:
+    """A new, empty collection; its ``sources`` are read by the first refresh. Its name must be
+    unused (``bad-request`` naming the collection that has it)."""
     now = _now()
     collection = Collection(
         id=_new_id(),
@@ -174,16 +206,17 @@ async def create_collection(
         updated_at=now,
     )
     await runtime.storage.put_collection(collection)
-    return await _require(runtime, collection.id)
+    return await resolve_collection(runtime, collection.id)
 
 
-async def get_collection(runtime: Runtime, collection_id: str) -> Collection:
-    return await _require(runtime, collection_id)
+async def get_collection(runtime: Runtime, collection_id: str) -> CollectionSummary:
+    """The collection by id or unique name."""
+    return await resolve_collection(runtime, collection_id)
 
 
-async def list_collections(runtime: Runtime) -> list[Collection]:
+async def list_collections(runtime: Runtime) -> list[CollectionSummary]:
     """Every collection, most recently updated first."""
-    return await runtime.storage.list_collections()
+    return [summary_of(collection) for collection in await runtime.storage.list_collections()]
 
 
 async def get_collection_view(runtime: Runtime, collection_id: str) -> CollectionView:
@@ -192,8 +225,9 @@ async def get_collection_view(runtime: Runtime, collection_id: str) -> Collectio
     saved = [item.video_id for item in items if item.state == "saved"]
     videos = await runtime.storage.get_summaries(saved) if saved else []
     pending = [item.input or item.video_id for item in items if item.state == "pending"]
-    fields = {name: getattr(collection, name) for name in collection.__struct_fields__}
-    return CollectionView(**fields, videos=videos, pending=pending, watch=watch_of(collection))
+    summary = summary_of(collection)
+    fields = {name: getattr(summary, name) for name in summary.__struct_fields__}
+    return CollectionView(**fields, videos=videos, pending=pending)
 
 
 async def update_collection(
@@ -204,8 +238,9 @@ async def update_collection(
     description: str | None = _UNSET,
     sources: list[str] | None = _UNSET,
     schedule: Schedule | dict[str, Any] | None = _UNSET,
-) -> Collection:
-    """Change the given fields only; ``None`` clears ``description``, ``sources`` or ``schedule``."""
+) -> CollectionSummary:
+    """Change the given fields only; ``None`` clears ``description``, ``sources`` or ``schedule``.
+    A new name must be unused by the other collections."""
     collection = await _require(runtime, collection_id)
     changes: dict[str, Any] = {"updated_at": _now()}
     if name is not _UNSET:
@@ -217,7 +252,7 @@ async def update_collection(
     if schedule is not _UNSET:
         changes["schedule"] = check_schedule(schedule)
     await runtime.storage.put_collection(msgspec.structs.replace(collection, **changes))
-    return await _require(runtime, collection.id)
+    return await resolve_collection(runtime, collection.id)
 
 
 async def delete_collection(runtime: Runtime, collection_id: str) -> None:
@@ -227,7 +262,9 @@ async def delete_collection(runtime: Runtime, collection_id: str) -> None:
         raise VidError(ErrorCode.NOT_FOUND, f"There is no collection {collection.id!r}.")
 
 
-async def remove_from_collection(runtime: Runtime, collection_id: str, video_ids: list[str]) -> Collection:
+async def remove_from_collection(
+    runtime: Runtime, collection_id: str, video_ids: list[str]
+) -> CollectionSummary:
     """Mark videos ``removed``: they leave ``videos`` and no refresh adds them back.
 
     An id the collection does not hold yet still gets its tombstone, so a video can be excluded
@@ -252,7 +289,7 @@ async def remove_from_collection(runtime: Runtime, collection_id: str, video_ids
         )
     await runtime.storage.put_items(collection.id, tombstones)
     await runtime.storage.put_collection(msgspec.structs.replace(collection, updated_at=now))
-    return await _require(runtime, collection.id)
+    return await resolve_collection(runtime, collection.id)
 
 
 # --- ingest -----------------------------------------------------------------------------------
@@ -477,7 +514,7 @@ async def import_collection(
     concurrency: int = 4,
     on_item: OnEvent | None = None,
     on_progress: OnEvent | None = None,
-) -> tuple[Collection, RefreshSummary | None]:
+) -> tuple[CollectionSummary, RefreshSummary | None]:
     """A new collection from a definition; its videos wait as ``pending`` until a refresh, or are
     ingested at once (with the sources) when ``refresh`` is true. Nothing is stored when the
     definition is invalid."""
@@ -512,4 +549,4 @@ async def import_collection(
             on_item=on_item,
             on_progress=on_progress,
         )
-    return await _require(runtime, collection.id), summary
+    return await resolve_collection(runtime, collection.id), summary

@@ -21,7 +21,7 @@ from typing import Literal
 
 import msgspec
 
-from .errors import ErrorCode, VidError
+from .errors import ErrorCode, VidError, steps
 from .formats.blocks import (
     chapter_spans,
     duration_of,
@@ -196,7 +196,9 @@ def get_section(
         raise VidError(
             ErrorCode.BAD_REQUEST,
             "Say which section to read.",
-            hint="Give chapter (an index from get_outline, or a title), or from and/or to (90, 1:30, 1h2m).",
+            hint=steps(
+                "Give chapter (an index from {outline}, or a title), or from and/or to (90, 1:30, 1h2m)."
+            ),
         )
     if chapter is not None and (from_ is not None or to is not None):
         raise VidError(
@@ -230,7 +232,7 @@ def _range(context: VideoContext, from_: str | float | None, to: str | float | N
             ErrorCode.BAD_REQUEST,
             f"from ({format_timestamp(start)}) is at or past the end of the video "
             f"({format_timestamp(duration)}).",
-            hint=f"Give a time before {format_timestamp(duration)}; get_outline lists the sections.",
+            hint=steps(f"Give a time before {format_timestamp(duration)}; {{outline}} lists the sections."),
         )
     if duration is not None:
         end = min(end, duration)
@@ -277,7 +279,7 @@ def _find_entry(entries: Sequence[_Entry], chapter: str | int) -> int:
         raise VidError(
             ErrorCode.BAD_REQUEST,
             "chapter must be an index or a title.",
-            hint="Give an index from get_outline (0, 1, ...) or part of a chapter title.",
+            hint=steps("Give an index from {outline} (0, 1, ...) or part of a chapter title."),
         )
     if not entries:
         raise VidError(
@@ -293,14 +295,14 @@ def _find_entry(entries: Sequence[_Entry], chapter: str | int) -> int:
         raise VidError(
             ErrorCode.NOT_FOUND,
             f"There is no section {one_line(str(chapter), 20)}; this video has {len(entries)}.",
-            hint=f"Use an index from 0 to {len(entries) - 1}, as get_outline lists them.",
+            hint=steps(f"Use an index from 0 to {len(entries) - 1}, as {{outline}} lists them."),
         )
     needle = one_line(text).casefold()
     if not needle:
         raise VidError(
             ErrorCode.BAD_REQUEST,
             "chapter is empty.",
-            hint="Give an index from get_outline (0, 1, ...) or part of a chapter title.",
+            hint=steps("Give an index from {outline} (0, 1, ...) or part of a chapter title."),
         )
     titles = [one_line(entry.title).casefold() for entry in entries]
     for matches in (

@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from .chunking import transcribe_audio
 from .ctx import Ctx
-from .errors import ErrorCode, VidError
+from .errors import ErrorCode, VidError, steps
 from .inputs import is_list, parse_input
 from .models import Attempt, Comment, Mode, Stage, Transcript, VideoContext, VideoMetadata, VideoRef
 from .providers.base import AudioSource, SourceProvider
@@ -144,10 +144,10 @@ def _combine(errors: list[VidError], attempts: list[Attempt]) -> VidError:
     if len(codes) == 1:
         first = errors[0]
         return VidError(
-            first.code, first.message, hint=first.hint, attempts=attempts, retry_after=first.retry_after
+            first.code, first.message, hint=first.hints, attempts=attempts, retry_after=first.retry_after
         )
     summary = "; ".join(f"{a.id}: {a.reason}" for a in attempts if a.outcome == "error")
-    hints = [e.hint for e in errors if e.hint]
+    hints = [e.hints for e in errors if e.hints]
     return VidError(
         ErrorCode.ALL_RUNGS_FAILED,
         f"Every provider failed ({summary}).",
@@ -201,7 +201,7 @@ async def get_context(
         raise VidError(
             ErrorCode.BAD_REQUEST,
             f"{ref.url or ref.id} is a {ref.kind}, not a video.",
-            hint="List its videos with the items route (or `list_items`) and ask for each, or build a pack.",
+            hint=steps("List its videos with {items} and ask for each, or build a pack."),
         )
     if not refresh:
         cached = await runtime.storage.get_context(ref.id)
@@ -334,7 +334,7 @@ def _with_next_step(error: VidError, blocker: VidError) -> VidError:
     if error.code is not ErrorCode.NO_TRANSCRIPT:
         return error
     return VidError(
-        error.code, error.message, hint=blocker.hint, attempts=error.attempts, retry_after=error.retry_after
+        error.code, error.message, hint=blocker.hints, attempts=error.attempts, retry_after=error.retry_after
     )
 
 
@@ -493,7 +493,7 @@ async def get_comments(runtime: Runtime, source: str | VideoRef, *, limit: int, 
         raise VidError(
             ErrorCode.BAD_REQUEST,
             f"{ref.url or ref.id} is a {ref.kind}, not a video.",
-            hint="List its videos (the items route or `list_items`) and ask for each video's comments.",
+            hint=steps("List its videos with {items} and ask for each video's comments."),
         )
     if ref.platform == "upload":
         return []

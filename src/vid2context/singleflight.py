@@ -58,7 +58,7 @@ class SingleFlight(Generic[T]):
             raise VidError(
                 error.code,
                 error.message,
-                hint=error.hint,
+                hint=error.hints,
                 attempts=error.attempts,
                 retry_after=error.retry_after,
             ) from None

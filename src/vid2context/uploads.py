@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .errors import ErrorCode, VidError
+from .errors import ErrorCode, VidError, per_surface
 from .models import Base
 
 if TYPE_CHECKING:
@@ -61,7 +61,10 @@ _BY_EXTENSION = {
     "mp4": "video/mp4", "m4v": "video/mp4", "mov": "video/quicktime", "webm": "video/webm",
     "mkv": "video/x-matroska", "avi": "video/x-msvideo", "mpeg": "video/mpeg", "mpg": "video/mpeg",
 }  # fmt: skip
-_UPLOAD_HINT = "Upload the file again with POST /api/v1/uploads and use the input it returns."
+_UPLOAD_HINT = per_surface(
+    rest="Upload the file again with POST /api/v1/uploads and use the input it returns.",
+    mcp="Upload the file again and use the input it returns, or give a public URL of the media.",
+)
 
 
 class UploadInfo(Base):
@@ -89,7 +92,10 @@ def upload_sha(reference: str) -> str:
         raise VidError(
             ErrorCode.BAD_REQUEST,
             "An upload reference is upload: followed by a 64-character hex SHA-256.",
-            hint="Use the input value that POST /api/v1/uploads returned (upload:<sha256>).",
+            hint=per_surface(
+                rest="Use the input value that POST /api/v1/uploads returned (upload:<sha256>).",
+                mcp="Use the input value the upload returned (upload:<sha256>).",
+            ),
         )
     return text.lower()
 

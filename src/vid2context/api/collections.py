@@ -4,7 +4,7 @@ Every route of the contract's "Library and collections" table, on ``library.py``
 
     GET    /collections                    {collections: Collection[]}
     POST   /collections                    201 Collection            {name, description?, sources?, watch?}
-    GET    /collections/{id}               Collection & {videos, pending, watch: {schedule, state} | null}
+    GET    /collections/{id}               Collection & {videos, pending}
     PATCH  /collections/{id}               Collection                {name?, description?, sources?, watch?}
     DELETE /collections/{id}               204 (the videos stay in the library)
     POST   /collections/{id}/items         202 Job (kind ingest)     {inputs, limit?}
@@ -21,13 +21,17 @@ In ``PATCH``, a field left out is left alone and ``null`` clears it: ``watch: nu
 schedule, ``description: null`` the description, ``sources: null`` every source. ``watch`` is a
 ``Schedule``, whose ``every`` is ``hourly``, ``daily``, ``weekly``, minutes as a number, or
 ``{"minutes": n}``. Bodies are decoded strictly (unknown fields and wrong types refused, naming
-the field). A collection id that cannot exist (not ``[A-Za-z0-9_-]``, too long) is ``not-found``
-like an unknown one, with the same hint.
+the field).
+
+``Collection`` is one shape everywhere (``library.CollectionSummary``): ``id``, ``name``,
+``description``, ``sources``, ``videoCount``, ``createdAt``, ``updatedAt``, ``checkedAt`` and ``watch``
+(``{schedule, state: {nextDueAt}}``, or ``null``). ``{id}`` is a collection's id or its name
+(URL-encoded; names are unique, compared trimmed and ignoring ASCII case; an id wins over a name).
+A second collection with a name in use is ``bad-request`` whose hint names the first one's id.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -36,27 +40,26 @@ from litestar.params import JSONBody, Parameter, QueryParameter
 from msgspec import UNSET, UnsetType
 
 from .. import library
-from ..errors import ErrorCode, VidError
+from ..collections_io import CollectionList, CollectionResult
 from ..jobs import Job
-from ..models import Base, Collection, CollectionDefinition, RefreshSummary
+from ..models import Base, CollectionDefinition
 from .params import BODY_ERRORS, decode_body, parse_bool, runtime_of
 
 __all__ = [
     "COLLECTION_ROUTES",
     "CollectionCreate",
-    "CollectionImported",
     "CollectionPatch",
-    "CollectionsResponse",
     "IngestRequest",
     "RefreshRequest",
     "RemoveRequest",
     "WatchSchedule",
 ]
 
-_COLLECTION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _LIMIT = Annotated[int, msgspec.Meta(ge=1, le=5_000)]
 
-CollectionIdPath = Annotated[str, Parameter(description="The collection's id (col_...).")]
+CollectionIdPath = Annotated[
+    str, Parameter(description="The collection's id (col_...) or its name, URL-encoded.")
+]
 
 
 class EveryMinutes(Base, forbid_unknown_fields=True):
@@ -104,27 +107,6 @@ class RefreshRequest(Base, forbid_unknown_fields=True):
     limit: _LIMIT | None = None
 
 
-class CollectionsResponse(Base):
-    collections: list[Collection]
-
-
-class CollectionImported(Base, omit_defaults=True):
-    collection: Collection
-    summary: RefreshSummary | None = None
-    """Only with ``refresh=1``: what the first ingest did."""
-
-
-def _checked_id(collection_id: str) -> str:
-    if not _COLLECTION_ID.fullmatch(collection_id):
-        shown = collection_id if len(collection_id) <= 60 else collection_id[:60] + "..."
-        raise VidError(
-            ErrorCode.NOT_FOUND,
-            f"There is no collection {shown!r}.",
-            hint="List collections with GET /api/v1/collections (or list_collections).",
-        )
-    return collection_id
-
-
 def _schedule(watch: WatchSchedule | None) -> dict[str, Any] | None:
     return None if watch is None else msgspec.to_builtins(watch)
 
@@ -134,13 +116,13 @@ def _accepted(job: Job) -> Response[Job]:
 
 
 @get("/api/v1/collections")
-async def list_collections(request: Request) -> CollectionsResponse:
+async def list_collections(request: Request) -> CollectionList:
     """Every collection, most recently updated first."""
-    return CollectionsResponse(collections=await library.list_collections(runtime_of(request)))
+    return CollectionList(collections=await library.list_collections(runtime_of(request)))
 
 
 @post("/api/v1/collections", status_code=201, exception_handlers=BODY_ERRORS)
-async def create_collection(request: Request, data: JSONBody[CollectionCreate]) -> Collection:
+async def create_collection(request: Request, data: JSONBody[CollectionCreate]) -> library.CollectionSummary:
     """A new, empty collection; its ``sources`` (lists only) are read by the first refresh."""
     data = await decode_body(request, CollectionCreate)  # strict: Litestar's decode was lenient
     return await library.create_collection(
@@ -151,15 +133,14 @@ async def create_collection(request: Request, data: JSONBody[CollectionCreate]) 
 @get("/api/v1/collections/{collection_id:str}")
 async def get_collection(request: Request, collection_id: CollectionIdPath) -> library.CollectionView:
     """The collection with its saved videos, pending inputs and watch state."""
-    return await library.get_collection_view(runtime_of(request), _checked_id(collection_id))
+    return await library.get_collection_view(runtime_of(request), collection_id)
 
 
 @patch("/api/v1/collections/{collection_id:str}", exception_handlers=BODY_ERRORS)
 async def update_collection(
     request: Request, collection_id: CollectionIdPath, data: JSONBody[CollectionPatch]
-) -> Collection:
+) -> library.CollectionSummary:
     """Change the fields given; ``watch: null`` removes the schedule."""
-    checked = _checked_id(collection_id)
     data = await decode_body(request, CollectionPatch)
     changes: dict[str, Any] = {
         name: getattr(data, name)
@@ -168,13 +149,13 @@ async def update_collection(
     }
     if data.watch is not UNSET:
         changes["schedule"] = _schedule(data.watch)
-    return await library.update_collection(runtime_of(request), checked, **changes)
+    return await library.update_collection(runtime_of(request), collection_id, **changes)
 
 
 @delete("/api/v1/collections/{collection_id:str}")
 async def delete_collection(request: Request, collection_id: CollectionIdPath) -> None:
     """Delete the collection and its items; saved transcripts stay in the library."""
-    await library.delete_collection(runtime_of(request), _checked_id(collection_id))
+    await library.delete_collection(runtime_of(request), collection_id)
 
 
 @post("/api/v1/collections/{collection_id:str}/items", status_code=202, exception_handlers=BODY_ERRORS)
@@ -182,12 +163,12 @@ async def add_items(
     request: Request, collection_id: CollectionIdPath, data: JSONBody[IngestRequest]
 ) -> Response[Job]:
     """Queue an ``ingest`` job that reads the inputs (lists expanded) into the collection."""
-    checked = _checked_id(collection_id)
     data = await decode_body(request, IngestRequest)
     runtime = runtime_of(request)
+    collection = await library.resolve_collection(runtime, collection_id)  # the job keeps the id
     options = {} if data.limit is None else {"limit": data.limit}
     job = await runtime.jobs.submit(
-        runtime, "ingest", {"collectionId": checked, "inputs": data.inputs}, options
+        runtime, "ingest", {"collectionId": collection.id, "inputs": data.inputs}, options
     )
     return _accepted(job)
 
@@ -195,11 +176,10 @@ async def add_items(
 @delete("/api/v1/collections/{collection_id:str}/items", status_code=200, exception_handlers=BODY_ERRORS)
 async def remove_items(
     request: Request, collection_id: CollectionIdPath, data: JSONBody[RemoveRequest]
-) -> Collection:
+) -> library.CollectionSummary:
     """Take videos out; a refresh never adds them back (an explicit add does)."""
-    checked = _checked_id(collection_id)
     data = await decode_body(request, RemoveRequest)
-    return await library.remove_from_collection(runtime_of(request), checked, data.video_ids)
+    return await library.remove_from_collection(runtime_of(request), collection_id, data.video_ids)
 
 
 @post("/api/v1/collections/{collection_id:str}/refresh", status_code=202, exception_handlers=BODY_ERRORS)
@@ -207,17 +187,17 @@ async def refresh(
     request: Request, collection_id: CollectionIdPath, data: JSONBody[RefreshRequest | None] = None
 ) -> Response[Job]:
     """Queue a ``refresh`` job: pending inputs first, then the sources' new videos."""
-    checked = _checked_id(collection_id)
     body = await decode_body(request, RefreshRequest | None) if await request.body() else None  # type: ignore[arg-type]
     runtime = runtime_of(request)
+    collection = await library.resolve_collection(runtime, collection_id)
     options = {} if body is None or body.limit is None else {"limit": body.limit}
-    return _accepted(await runtime.jobs.submit(runtime, "refresh", checked, options))
+    return _accepted(await runtime.jobs.submit(runtime, "refresh", collection.id, options))
 
 
 @get("/api/v1/collections/{collection_id:str}/export")
 async def export_collection(request: Request, collection_id: CollectionIdPath) -> CollectionDefinition:
     """The collection as a portable ``vid2context.collection`` v1 file: no transcripts."""
-    return await library.export_collection(runtime_of(request), _checked_id(collection_id))
+    return await library.export_collection(runtime_of(request), collection_id)
 
 
 @post("/api/v1/collections/import", status_code=201, exception_handlers=BODY_ERRORS)
@@ -227,13 +207,13 @@ async def import_collection(
     refresh: Annotated[
         str | None, QueryParameter(description="1 to ingest the videos and sources now (inline).")
     ] = None,
-) -> CollectionImported:
+) -> CollectionResult:
     """A new collection from a definition; its videos wait for a refresh unless ``refresh=1``."""
     now = parse_bool("refresh", refresh)
     collection, summary = await library.import_collection(
         runtime_of(request), await request.body(), refresh=now
     )
-    return CollectionImported(collection=collection, summary=summary)
+    return CollectionResult(collection=collection, summary=summary)
 
 
 COLLECTION_ROUTES = [

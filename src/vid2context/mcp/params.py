@@ -1,23 +1,27 @@
 """The input fields tools share, each with its description (the contract's names, camelCase).
 
 A video input is always ``url`` (a URL, a YouTube id, or on the local server a file path); several
-are ``urls``; a collection is ``collection`` (its id). Times take any form ``parse_time`` reads.
+are ``urls``; a collection is ``collection`` (its id or its name). Times take any form
+``parse_time`` reads. A number the server checks has its range in the schema too (``int_range``),
+while the tool's own check keeps answering with its message and hint.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from pydantic import Field
 
 __all__ = [
+    "MAX_BUDGET",
+    "MIN_BUDGET",
     "Chapter",
     "CollectionId",
     "Cursor",
     "Format",
     "From",
     "Language",
-    "Limit",
     "MaxTokens",
     "Mode",
     "OptionalCollection",
@@ -25,24 +29,40 @@ __all__ = [
     "To",
     "Url",
     "Urls",
+    "int_range",
+    "limit_arg",
 ]
+
+MAX_BUDGET = 10_000_000
+MIN_BUDGET = 100
+"""A page needs room for its header and its closing line (``VID2CONTEXT_MCP_MAX_TOKENS`` has the
+same bounds)."""
+
+
+def int_range(low: int, high: int) -> Callable[[dict[str, Any]], None]:
+    """``json_schema_extra`` that declares ``minimum``/``maximum`` on the integer alternative of a
+    field (``int | None`` is an ``anyOf``; clients with one-type schemas read bounds there)."""
+
+    def extra(schema: dict[str, Any]) -> None:
+        for branch in schema.get("anyOf", [schema]):
+            if branch.get("type") == "integer":
+                branch["minimum"], branch["maximum"] = low, high
+
+    return extra
+
 
 Url = Annotated[
     str,
-    Field(
-        description="The video: a YouTube URL or id (jNQXAC9IVRw), any video page URL, or on the local "
-        "server a media file path.",
-        min_length=1,
-        max_length=2048,
-    ),
+    Field(description="Video URL or YouTube id (local server: a file path).", min_length=1, max_length=2048),
 ]
 Urls = Annotated[
     list[str] | None,
     Field(description="Videos or lists (playlists, channels: expanded to their videos), as URLs or ids."),
 ]
-CollectionId = Annotated[str, Field(description="A collection id (col_...), as list_collections shows it.")]
+CollectionId = Annotated[str, Field(description="A collection's id (col_...) or its name.")]
 OptionalCollection = Annotated[
-    str | None, Field(description="A collection id (col_...): its saved videos, then its pending ones.")
+    str | None,
+    Field(description="A collection's id (col_...) or name: its saved videos, then its pending ones."),
 ]
 Format = Annotated[
     str,
@@ -68,8 +88,9 @@ MaxTokens = Annotated[
     int | None,
     Field(
         alias="maxTokens",
-        description="Most tokens in one result (about 4 characters each), 100 to 10000000; a longer "
-        "result comes in pages. Left out: the server's page size, which the tool description states.",
+        description="Most tokens in one result (about 4 characters each); a longer result comes in "
+        "pages. Left out: the server's page size, which the tool description states.",
+        json_schema_extra=int_range(MIN_BUDGET, MAX_BUDGET),
     ),
 ]
 Cursor = Annotated[
@@ -90,4 +111,12 @@ Chapter = Annotated[
         description="A chapter (or time section) by its get_outline index, or by title: exact, prefix, then substring."
     ),
 ]
-Limit = Annotated[int | None, Field(description="Most items to return.")]
+
+
+def limit_arg(high: int, default: int, what: str) -> Any:
+    """The ``limit`` argument of a tool that returns at most ``high`` ``what`` (``default`` when
+    left out)."""
+    return Annotated[
+        int | None,
+        Field(description=f"Most {what} to return; default {default}.", json_schema_extra=int_range(1, high)),
+    ]

@@ -3,33 +3,45 @@
 Synthesis is the agent's job: the prompts plan the reading (token counts, outline first, sections
 or whole transcripts), ask for every claim to be cited as ``[Video title @ m:ss](link)`` and for
 consensus, disagreement and single-source claims to be flagged. Arguments are strings, so ``urls``
-is a comma, space or newline separated list. With a collection, the prompt lists its saved videos
-and their token counts from the library (titles fenced: they came from the videos).
+is a comma, space or newline separated list. With a collection (its id or name), the prompt lists
+its saved videos and their token counts from the library (titles fenced: they came from the videos).
+
+``collection`` and ``urls`` are both optional in the prompt's arguments, since either will do. A
+prompt asked for without what it needs (``ContractPrompt``) answers a protocol error whose message
+is the contract's error JSON (``{"error": "bad-request", "message", "hint", "attempts"}``), as a
+resource does; the SDK would otherwise say only "Error rendering prompt brief", or an internal
+error for a missing required argument, and write the reason to stderr alone.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts.base import Prompt, UserMessage
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from pydantic import Field
 
 from .. import library
-from ..errors import VidError
+from ..errors import ErrorCode, VidError
 from ..formats.blocks import one_line
 from ..timecode import format_timestamp
 from .fences import fence
+from .results import error_payload, json_text
 from .toolkit import Deps
 
-__all__ = ["register"]
+__all__ = ["ContractPrompt", "prompt_error", "register"]
 
 _SPLIT = re.compile(r"[\s,]+")
 
-CollectionArg = Annotated[str | None, Field(description="A collection id (col_...) whose videos to use.")]
+CollectionArg = Annotated[
+    str | None, Field(description="A collection's id (col_...) or name whose videos to use; or give urls.")
+]
 UrlsArg = Annotated[
-    str | None, Field(description="Video URLs or ids, separated by commas, spaces or new lines.")
+    str | None,
+    Field(description="Video URLs or ids, separated by commas, spaces or new lines; or give collection."),
 ]
 QuestionArg = Annotated[str | None, Field(description="The question the brief should answer (optional).")]
 ProductArg = Annotated[str, Field(description="The product, e.g. 'Toyota Prius' or 'Sony A7 III'.")]
@@ -52,17 +64,56 @@ def _urls(text: str | None) -> list[str]:
     return [part for part in _SPLIT.split(text or "") if part]
 
 
+def prompt_error(error: VidError) -> MCPError:
+    """``error`` as the protocol error a prompt answers: the contract's error JSON as its message,
+    ``invalid params`` when the arguments are at fault."""
+    code = INVALID_PARAMS if error.code in (ErrorCode.BAD_REQUEST, ErrorCode.NOT_FOUND) else INTERNAL_ERROR
+    return MCPError(code, json_text(error_payload(error)))
+
+
+class ContractPrompt(Prompt):
+    """A prompt whose failures reach the client: a required argument left out (or blank) and a
+    ``VidError`` from the prompt's function are the contract's error JSON, not the SDK's generic
+    "Error rendering prompt"."""
+
+    async def render(self, arguments: dict[str, Any] | None, context: Context) -> Any:  # type: ignore[override]
+        given = arguments or {}
+        missing = [
+            arg.name
+            for arg in self.arguments or []
+            if arg.required and not (isinstance(given.get(arg.name), str) and given[arg.name].strip())
+        ]
+        if missing:
+            raise prompt_error(
+                VidError(
+                    ErrorCode.BAD_REQUEST,
+                    f"The {self.name} prompt needs {' and '.join(missing)}.",
+                    hint="prompts/list describes each argument; pass "
+                    + ", ".join(f"{name} (a string)" for name in missing)
+                    + ".",
+                )
+            )
+        try:
+            return await super().render(arguments, context)
+        except ValueError as exc:
+            if isinstance(exc.__cause__, VidError):
+                raise prompt_error(exc.__cause__) from None
+            raise
+
+
 async def _sources(deps: Deps, collection: str | None, urls: str | None) -> str:
     """What to read: the collection's saved videos (fenced titles, tokens), or the given URLs."""
     listed = _urls(urls)
-    if not collection and not listed:
-        raise ValueError("Give collection (a collection id) or urls (video URLs or ids).")
+    if not (collection or "").strip() and not listed:
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            "This prompt needs videos to work from: give collection or urls.",
+            hint="Pass collection (a collection's id or name, as list_collections shows them) or "
+            "urls (video URLs or ids, separated by commas, spaces or new lines).",
+        )
     parts = []
-    if collection:
-        try:
-            view = await library.get_collection_view(deps.runtime, collection)
-        except VidError as error:
-            raise ValueError(f"{error.code.value}: {error.message}") from None
+    if collection and collection.strip():
+        view = await library.get_collection_view(deps.runtime, collection)
         lines = []
         for video in view.videos:
             duration = f" · {format_timestamp(video.duration_sec)}" if video.duration_sec else ""
@@ -78,7 +129,14 @@ async def _sources(deps: Deps, collection: str | None, urls: str | None) -> str:
 
 
 def register(server: MCPServer, deps: Deps) -> None:
-    @server.prompt(name="brief", title="Cited brief from videos")
+    def prompt(name: str, title: str) -> Any:
+        def add(fn: Any) -> Any:
+            server.add_prompt(ContractPrompt.from_function(fn, name=name, title=title))
+            return fn
+
+        return add
+
+    @prompt(name="brief", title="Cited brief from videos")
     async def brief(
         collection: CollectionArg = None, urls: UrlsArg = None, question: QuestionArg = None
     ) -> list[UserMessage]:
@@ -99,7 +157,7 @@ def register(server: MCPServer, deps: Deps) -> None:
         )
         return [UserMessage(text)]
 
-    @server.prompt(name="buyer_guide", title="Cited buyer guide from videos")
+    @prompt(name="buyer_guide", title="Cited buyer guide from videos")
     async def buyer_guide(
         product: ProductArg, collection: CollectionArg = None, urls: UrlsArg = None
     ) -> list[UserMessage]:

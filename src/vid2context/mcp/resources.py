@@ -16,10 +16,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from .. import library
+from ..collections_io import CollectionSummary
 from ..errors import ErrorCode, VidError
 from ..formats import RenderOptions, get_formatter, render_view
 from ..formats.blocks import transcript_tokens
-from ..models import Base, Collection, Origin
+from ..models import Base, Origin
 from .fences import fence
 from .results import error_payload, json_text
 from .toolkit import Deps
@@ -42,7 +43,7 @@ class CollectionVideo(Base, kw_only=True):
 
 
 class CollectionResource(Base, kw_only=True):
-    collection: Collection
+    collection: CollectionSummary
     videos: list[CollectionVideo]
     total_tokens: int
     missing: list[str]
@@ -126,9 +127,9 @@ def register(server: MCPServer, deps: Deps) -> None:
                     tokens=transcript_tokens(context),
                 )
             )
-        fields = {name: getattr(view, name) for name in Collection.__struct_fields__}
+        fields = {name: getattr(view, name) for name in CollectionSummary.__struct_fields__}
         body = CollectionResource(
-            collection=Collection(**fields),
+            collection=CollectionSummary(**fields),
             videos=videos,
             total_tokens=sum(v.tokens for v in videos),
             missing=missing,

@@ -9,8 +9,9 @@ kept by a long run (``runs.py``) and sent again gets fresh fence ids each time.
   comments) the JSON block sits between two fence blocks, so the JSON block still parses alone.
 - ``ErrorReply``: ``isError`` with the contract's body ``{"error", "message", "hint", "attempts"}``.
 
-Output schemas come from the msgspec Structs (``output_schema``): every structured tool may also
-answer ``processing`` while long work goes on, so its schema admits that shape too.
+Output schemas come from the msgspec Structs (``output_schema``), made portable and small by
+``schemas.portable_output``: every structured tool whose work can outlast the wait may also answer
+``processing``, so its schema admits that shape too.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mcp_types import CallToolResult, TextContent
 from ..errors import VidError
 from ..tokens import estimate_tokens
 from .fences import begin_line, end_line, fence, new_id
+from .schemas import portable_output
 
 __all__ = [
     "ErrorReply",
@@ -116,7 +118,7 @@ def error_payload(error: VidError) -> dict[str, Any]:
     return {
         "error": error.code.value,
         "message": error.message,
-        "hint": error.hint,
+        "hint": error.hint_for("mcp"),
         "attempts": msgspec.to_builtins(error.attempts),
     }
 
@@ -133,30 +135,8 @@ def output_schema(*shapes: type, processing: bool = True) -> dict[str, Any]:
     """The ``outputSchema`` for a structured tool: any of ``shapes``, or ``Processing`` for a tool
     whose work can outlast the wait.
 
-    The root is an object (the protocol requires it), the alternatives are ``$ref``s into ``$defs``.
+    The root is an object (the protocol requires it): one shape, or an ``anyOf`` of them.
     """
     types = [*shapes, Processing] if processing else list(shapes)
     schemas, components = msgspec.json.schema_components(types, ref_template="#/$defs/{name}")
-    return _compact({"type": "object", "anyOf": list(schemas), "$defs": components})
-
-
-def _compact(schema: Any) -> Any:
-    """``anyOf`` of bare types (``{"anyOf": [{"type": "string"}, {"type": "null"}]}``, how msgspec
-    writes every optional field) as one ``type`` list: the same schema, several times faster for
-    the clients that validate every result against it."""
-    if isinstance(schema, list):
-        return [_compact(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    schema = {key: _compact(value) for key, value in schema.items()}
-    options = schema.get("anyOf")
-    if (
-        isinstance(options, list)
-        and options
-        and all(isinstance(o, dict) and set(o) == {"type"} for o in options)
-    ):
-        kinds = [o["type"] for o in options]
-        if all(isinstance(kind, str) for kind in kinds):
-            del schema["anyOf"]
-            schema["type"] = kinds
-    return schema
+    return portable_output({"type": "object", "anyOf": list(schemas), "$defs": components})

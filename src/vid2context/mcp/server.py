@@ -16,7 +16,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import Resource as MCPResource
 
 from .. import __version__
-from ..errors import ErrorCode, VidError
+from ..errors import ErrorCode, VidError, on_surface
 from ..runtime import Runtime
 from . import prompts, resources
 from .identity import SERVER_NAME
@@ -86,6 +86,13 @@ def _unknown_tools(names: frozenset[str]) -> Any:
     return middleware
 
 
+async def _mcp_surface(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Middleware: every request is handled as a call from the MCP surface, so the hints copied
+    into its results name tools, not routes (``errors.SURFACE``)."""
+    with on_surface("mcp"):
+        return await call_next(ctx)
+
+
 def create_mcp(runtime: Runtime, *, wait_s: float = WAIT_S, job_wait_s: float | None = None) -> VidServer:
     """The MCP server over ``runtime``.
 
@@ -115,7 +122,7 @@ def create_mcp(runtime: Runtime, *, wait_s: float = WAIT_S, job_wait_s: float | 
             version=__version__,
             tools=tools,
             log_level="WARNING",
-            middleware=[_unknown_tools(frozenset(tool.name for tool in tools))],
+            middleware=[_mcp_surface, _unknown_tools(frozenset(tool.name for tool in tools))],
         )
     finally:
         if placeholder is not None:

@@ -26,6 +26,7 @@ from ..errors import ErrorCode, VidError
 from ..runtime import Runtime
 from .results import ErrorReply, Reply
 from .runs import Runs
+from .schemas import portable_input
 
 __all__ = ["ContractTool", "Deps", "caller", "define", "invalid_arguments", "over_http", "progress_sender"]
 
@@ -105,6 +106,7 @@ def define(
         annotations=annotations,
         structured_output=False,
     )
+    tool.parameters = portable_input(tool.parameters)  # advertised; arguments are checked by the model
     if output is not None:
         tool.fn_metadata.output_schema = output  # advertised; our replies build the content themselves
     return tool

@@ -40,7 +40,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import msgspec
 
 from ..ctx import Ctx
-from ..errors import ErrorCode, VidError
+from ..errors import ErrorCode, VidError, steps
 from ..models import Segment, Transcript
 
 __all__ = [
@@ -211,7 +211,7 @@ def status_error(
         return RungError(
             ErrorCode.RATE_LIMITED,
             f"{service} is rate-limiting speech-to-text requests{wait}.",
-            hint="Retry later, or set the key of another speech-to-text rung (GET /api/v1/health lists them).",
+            hint=steps("Retry later, or set the key of another speech-to-text rung ({rungs} lists them)."),
             retry_after=retry_after,
             retryable=True,
         )

@@ -47,7 +47,7 @@ from urllib.parse import urldefrag
 from ..chapters import choose_chapters
 from ..ctx import Ctx
 from ..egress import Egress
-from ..errors import ErrorCode, VidError
+from ..errors import ErrorCode, VidError, steps
 from ..inputs import is_list, parse_input
 from ..models import CaptionTrack, Comment, Thumbnail, Transcript, VideoMetadata, VideoRef
 from ..settings import Settings
@@ -664,7 +664,7 @@ class YtDlpProvider:
             raise VidError(
                 ErrorCode.BAD_REQUEST,
                 f"{self._subject(ref)} is a list of videos, not one video.",
-                hint="List its videos with the items route (or `list_items`) and ask for each one.",
+                hint=steps("List its videos with {items} and ask for each one."),
             )
         return info
 

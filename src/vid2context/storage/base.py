@@ -74,7 +74,11 @@ class Storage(Protocol):
     # --- collections ----------------------------------------------------------------------------
 
     async def put_collection(self, collection: Collection) -> None:
-        """Create or replace the collection ``collection.id`` (its items are kept)."""
+        """Create or replace the collection ``collection.id`` (its items are kept).
+
+        Names are unique (compared by ``common.name_key``: trimmed, ASCII case ignored):
+        ``bad-request`` naming the holder's id when another collection has this name, unless
+        this collection already has exactly this name (twins from before keep working)."""
         ...
 
     async def get_collection(self, collection_id: str) -> Collection | None:
@@ -83,6 +87,11 @@ class Storage(Protocol):
 
     async def list_collections(self) -> list[Collection]:
         """Every collection, most recently updated first."""
+        ...
+
+    async def find_collections(self, name: str) -> list[Collection]:
+        """The collections called ``name`` (compared as ``put_collection`` does), oldest first:
+        one, none, or several twins made before names were unique."""
         ...
 
     async def delete_collection(self, collection_id: str) -> bool:

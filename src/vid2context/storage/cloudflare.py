@@ -187,16 +187,7 @@ _SQL_INSERT_SEGMENTS = (
 )
 """Parameters: the video id, a JSON list of ``[idx, start_sec, end_sec, text]``."""
 _SQL_BLOB_KEY = "SELECT blob_key FROM videos WHERE id = ?"
-_SQL_COLLECTION_SELECT = (
-    f"SELECT {', '.join('c.' + c for c in common.COLLECTION_COLUMNS)}, "
-    "(SELECT COUNT(*) FROM collection_items AS i WHERE i.collection_id = c.id AND i.state = 'saved') AS video_count "
-    "FROM collections AS c"
-)
-_SQL_COLLECTION_UPSERT = (
-    f"INSERT INTO collections ({', '.join(common.COLLECTION_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(common.COLLECTION_COLUMNS))}) ON CONFLICT (id) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in common.COLLECTION_COLUMNS[1:])
-)
+_SQL_COLLECTION_SELECT = common.SQL_COLLECTION_SELECT
 _SQL_COLLECTION_EXISTS = "SELECT 1 AS found FROM collections WHERE id = ?"
 _SQL_ITEMS_UPSERT = (
     "INSERT INTO collection_items (collection_id, video_id, state, input, added_at) SELECT ?, "
@@ -328,7 +319,14 @@ class CloudflareStorage:
 
     async def put_collection(self, collection: Collection) -> None:
         d1 = self._d1
-        await d1.batch([d1.statement(_SQL_COLLECTION_UPSERT, common.collection_params(collection))])
+        written, holders = await d1.batch(  # one transaction: the holders are those that blocked it
+            [
+                d1.statement(common.SQL_PUT_COLLECTION, common.put_collection_params(collection)),
+                d1.statement(common.SQL_NAME_HOLDERS, (common.name_key(collection.name), collection.id)),
+            ]
+        )
+        if not written["meta"]["changes"]:
+            raise common.name_taken(collection.name, [row["id"] for row in holders["results"]])
 
     async def get_collection(self, collection_id: str) -> Collection | None:
         row = await self._d1.first(f"{_SQL_COLLECTION_SELECT} WHERE c.id = ?", (collection_id,))
@@ -336,6 +334,10 @@ class CloudflareStorage:
 
     async def list_collections(self) -> list[Collection]:
         rows = await self._d1.all(f"{_SQL_COLLECTION_SELECT} ORDER BY c.updated_at DESC, c.id")
+        return [common.collection_from_row(row, int(row["video_count"])) for row in rows]
+
+    async def find_collections(self, name: str) -> list[Collection]:
+        rows = await self._d1.all(common.SQL_COLLECTIONS_NAMED, (common.name_key(name),))
         return [common.collection_from_row(row, int(row["video_count"])) for row in rows]
 
     async def delete_collection(self, collection_id: str) -> bool:

@@ -21,13 +21,14 @@ import base64
 import binascii
 import math
 import re
+import string
 import unicodedata
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import msgspec
 
-from ..errors import ErrorCode, VidError
+from ..errors import ErrorCode, VidError, per_surface, steps
 from ..models import Collection, VideoContext, VideoSummary
 
 __all__ = [
@@ -38,12 +39,16 @@ __all__ = [
     "MAX_QUERY_PHRASES",
     "SQL_DELETE_SEGMENTS",
     "SQL_DELETE_SEGMENTS_FTS",
+    "SQL_COLLECTIONS_NAMED",
+    "SQL_COLLECTION_SELECT",
     "SQL_DELETE_VIDEO",
     "SQL_GET_CONTEXT",
     "SQL_INSERT_SEGMENT",
     "SQL_INSERT_SEGMENTS_FTS",
     "SQL_LIST_VIDEOS",
+    "SQL_NAME_HOLDERS",
     "SQL_NEXT_SEQ",
+    "SQL_PUT_COLLECTION",
     "SQL_SUMMARIES",
     "SQL_UPSERT_VIDEO",
     "SUMMARY_COLUMNS",
@@ -57,7 +62,10 @@ __all__ = [
     "decode_cursor",
     "encode_cursor",
     "json_list",
+    "name_key",
+    "name_taken",
     "parse_query",
+    "put_collection_params",
     "search_sql",
     "segment_params",
     "summary_from_row",
@@ -323,6 +331,68 @@ _COLLECTION_WIRE = {f.name: f.encode_name for f in msgspec.structs.fields(Collec
 COLLECTION_COLUMNS = (*_COLLECTION_COLUMNS, "extra")
 """``collections`` columns, in the order of ``collection_params()``. ``extra`` holds, as JSON, any
 ``Collection`` field added after the table was made, so a new field needs no migration."""
+
+
+# --- collection names ------------------------------------------------------------------------------
+
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def name_key(name: str) -> str:
+    """How collection names compare: trimmed, ASCII letters in either case alike, every other
+    character as it is. SQL's ``lower(trim(name))`` gives the same key for a stored (trimmed) name,
+    so the migration that filled ``collections.name_key`` and this function agree on every backend
+    (D1 and SQLite have no Unicode case folding without ICU)."""
+    return name.strip().translate(_ASCII_LOWER)
+
+
+def name_taken(name: str, ids: list[str]) -> VidError:
+    """The error for a name another collection holds; the hint names it by id."""
+    message = f"A collection named {name[:80]!r} exists already; collection names are unique."
+    if not ids:  # it went away in between: nothing to point at
+        return VidError(
+            ErrorCode.BAD_REQUEST, message, hint=steps("Retry, or choose another name ({collections}).")
+        )
+    first = ids[0]
+    return VidError(
+        ErrorCode.BAD_REQUEST,
+        f"{message[:-1]} (it is {', '.join(ids[:5])}).",
+        hint=per_surface(
+            rest=f"Use {first} (GET /api/v1/collections/{first}), or choose another name.",
+            mcp=f"Use {first} (get_collection and add_to_collection take it), or choose another name.",
+        ),
+    )
+
+
+SQL_COLLECTION_SELECT = (
+    f"SELECT {', '.join('c.' + c for c in COLLECTION_COLUMNS)}, "
+    "(SELECT COUNT(*) FROM collection_items AS i WHERE i.collection_id = c.id AND i.state = 'saved') AS video_count "
+    "FROM collections AS c"
+)
+"""Collection rows with ``video_count``; add ``WHERE`` and ``ORDER BY``."""
+SQL_COLLECTIONS_NAMED = f"{SQL_COLLECTION_SELECT} WHERE c.name_key = ? ORDER BY c.created_at, c.id"
+"""Parameter: ``name_key(name)``."""
+SQL_PUT_COLLECTION = (
+    f"INSERT INTO collections ({', '.join(COLLECTION_COLUMNS)}, name_key) "
+    f"SELECT {', '.join('?' * (len(COLLECTION_COLUMNS) + 1))} "
+    "WHERE NOT EXISTS (SELECT 1 FROM collections WHERE name_key = ? AND id <> ?) "
+    "OR EXISTS (SELECT 1 FROM collections WHERE id = ? AND name = ?) "
+    "ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in (*COLLECTION_COLUMNS[1:], "name_key"))
+)
+"""Create or replace a collection unless another one holds its name (one statement, so the check
+and the write cannot be split by a concurrent writer); no row changes when the name is taken. A
+collection that already has exactly this name keeps it: twins made before names were unique can
+still be saved, and renaming one of them away resolves the clash. Parameters:
+``put_collection_params``. (``INSERT ... SELECT`` needs its ``WHERE`` before ``ON CONFLICT``.)"""
+SQL_NAME_HOLDERS = "SELECT id FROM collections WHERE name_key = ? AND id <> ? ORDER BY created_at, id"
+"""The other collections with this name: parameters ``name_key(name)``, the id being saved."""
+
+
+def put_collection_params(collection: Collection) -> tuple:
+    """Parameters of ``SQL_PUT_COLLECTION``."""
+    key = name_key(collection.name)
+    return (*collection_params(collection), key, key, collection.id, collection.id, collection.name)
 
 
 def collection_params(collection: Collection) -> tuple:

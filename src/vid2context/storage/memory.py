@@ -18,7 +18,17 @@ import msgspec
 from ..errors import ErrorCode, VidError
 from ..models import Collection, CollectionItem, Page, SearchHit, VideoContext, VideoSummary
 from .base import Blob, summarize
-from .common import bm25, check_blob_key, check_limit, decode_cursor, encode_cursor, parse_query, tokenize
+from .common import (
+    bm25,
+    check_blob_key,
+    check_limit,
+    decode_cursor,
+    encode_cursor,
+    name_key,
+    name_taken,
+    parse_query,
+    tokenize,
+)
 
 __all__ = ["MemoryBlobs", "MemoryKv", "MemoryStorage"]
 
@@ -182,6 +192,11 @@ class MemoryStorage:
     # --- collections ----------------------------------------------------------------------------
 
     async def put_collection(self, collection: Collection) -> None:
+        key = name_key(collection.name)
+        holders = [c for c in await self._by_age() if c.id != collection.id and name_key(c.name) == key]
+        stored = self._collections.get(collection.id)
+        if holders and (stored is None or _decode_collection(stored).name != collection.name):
+            raise name_taken(collection.name, [c.id for c in holders])
         self._collections[collection.id] = _encode(msgspec.structs.replace(collection, video_count=0))
         self._items.setdefault(collection.id, {})
 
@@ -198,6 +213,14 @@ class MemoryStorage:
         collections = [c for c in found if c is not None]
         collections.sort(key=lambda c: c.updated_at, reverse=True)  # stable: ties stay in id order
         return collections
+
+    async def find_collections(self, name: str) -> list[Collection]:
+        key = name_key(name)
+        return [c for c in await self._by_age() if name_key(c.name) == key]
+
+    async def _by_age(self) -> list[Collection]:
+        found = [await self.get_collection(collection_id) for collection_id in self._collections]
+        return sorted((c for c in found if c is not None), key=lambda c: (c.created_at, c.id))
 
     async def delete_collection(self, collection_id: str) -> bool:
         self._items.pop(collection_id, None)

@@ -210,16 +210,7 @@ def _not_found(collection_id: str) -> VidError:
     )
 
 
-_COLLECTION_SELECT = (
-    f"SELECT {', '.join('c.' + c for c in common.COLLECTION_COLUMNS)}, "
-    "(SELECT COUNT(*) FROM collection_items AS i WHERE i.collection_id = c.id AND i.state = 'saved') AS video_count "
-    "FROM collections AS c"
-)
-_COLLECTION_UPSERT = (
-    f"INSERT INTO collections ({', '.join(common.COLLECTION_COLUMNS)}) VALUES ({', '.join('?' * len(common.COLLECTION_COLUMNS))}) "
-    "ON CONFLICT (id) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in common.COLLECTION_COLUMNS[1:])
-)
+_COLLECTION_SELECT = common.SQL_COLLECTION_SELECT
 _ITEM_UPSERT = (
     "INSERT INTO collection_items (collection_id, video_id, state, input, added_at) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (collection_id, video_id) DO UPDATE SET state = excluded.state, "
@@ -319,8 +310,17 @@ class SQLiteStorage:
     # --- collections ----------------------------------------------------------------------------
 
     async def put_collection(self, collection: Collection) -> None:
-        params = common.collection_params(collection)
-        await self.database.write(lambda conn: conn.execute(_COLLECTION_UPSERT, params))
+        params = common.put_collection_params(collection)
+        key = common.name_key(collection.name)
+
+        def work(conn: sqlite3.Connection) -> list[str] | None:
+            if conn.execute(common.SQL_PUT_COLLECTION, params).rowcount:
+                return None
+            return [row[0] for row in conn.execute(common.SQL_NAME_HOLDERS, (key, collection.id))]
+
+        holders = await self.database.write(work)
+        if holders is not None:
+            raise common.name_taken(collection.name, holders)
 
     async def get_collection(self, collection_id: str) -> Collection | None:
         def work(conn: sqlite3.Connection) -> sqlite3.Row | None:
@@ -332,6 +332,12 @@ class SQLiteStorage:
     async def list_collections(self) -> list[Collection]:
         def work(conn: sqlite3.Connection) -> list[sqlite3.Row]:
             return conn.execute(f"{_COLLECTION_SELECT} ORDER BY c.updated_at DESC, c.id").fetchall()
+
+        return [common.collection_from_row(row, row["video_count"]) for row in await self.database.read(work)]
+
+    async def find_collections(self, name: str) -> list[Collection]:
+        def work(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+            return conn.execute(common.SQL_COLLECTIONS_NAMED, (common.name_key(name),)).fetchall()
 
         return [common.collection_from_row(row, row["video_count"]) for row in await self.database.read(work)]
 

@@ -1,8 +1,10 @@
 """Collections: named groups of videos, optionally following playlists and channels.
 
-The tools call the library functions the REST routes call. Adding videos reads each one now (a few
-at a time, progress per video), so it runs as a long run; one video that fails is listed in the
-summary's ``failed`` and never stops the others.
+The tools call the library functions the REST routes call, and answer the same shapes
+(``CollectionSummary``, ``CollectionList``, ``CollectionResult``, ``CollectionView``) as JSON text and
+as ``structuredContent`` under an ``outputSchema``. A collection is named by its id or its unique
+name. Adding videos reads each one now (a few at a time, progress per video), so it runs as a long
+run; one video that fails is listed in the summary's ``failed`` and never stops the others.
 """
 
 from __future__ import annotations
@@ -13,19 +15,21 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from ... import library
-from ...models import Base, Collection, RefreshSummary
+from ...collections_io import CollectionList, CollectionResult
 from ..params import CollectionId
-from ..results import JsonReply, Reply
+from ..results import JsonReply, Reply, output_schema
 from ..runs import Run
 from ..toolkit import ContractTool, Deps, define
 from .common import long_call
 
-__all__ = ["CollectionEntry", "CollectionList", "CollectionResult", "tools"]
+__all__ = ["tools"]
 
 FIRST_READ = 50
 """Videos a new collection reads from its sources at once; the rest wait as pending."""
 
-Name = Annotated[str, Field(description="The collection's name, 1 to 200 characters.")]
+Name = Annotated[
+    str, Field(description="The collection's name, 1 to 200 characters, unique (case is ignored).")
+]
 Description = Annotated[str | None, Field(description="What the collection is for (optional).")]
 Sources = Annotated[
     list[str] | None,
@@ -37,56 +41,29 @@ VideoInputs = Annotated[
 ]
 
 
-class CollectionEntry(Base, kw_only=True):
-    id: str
-    name: str
-    description: str | None = None
-    videos: int
-    sources: list[str]
-    updated_at: str
-
-
-class CollectionList(Base, kw_only=True):
-    collections: list[CollectionEntry]
-
-
-class CollectionResult(Base, kw_only=True):
-    collection: Collection
-    summary: RefreshSummary | None = None
-
-
 def tools(deps: Deps) -> list[ContractTool]:
     runtime = deps.runtime
 
     async def list_collections() -> Reply:
-        """Every collection, most recently updated first: id, name, description, number of saved
-        videos, followed sources, last update. Costs about 60 tokens per collection."""
-        entries = [
-            CollectionEntry(
-                id=c.id,
-                name=c.name,
-                description=c.description,
-                videos=c.video_count,
-                sources=list(c.sources),
-                updated_at=c.updated_at,
-            )
-            for c in await library.list_collections(runtime)
-        ]
-        return JsonReply(CollectionList(collections=entries))
+        """Every collection, most recently updated first: id, name, description, followed sources,
+        videoCount (saved videos), dates and watch schedule. Costs about 80 tokens per collection."""
+        listed = CollectionList(collections=await library.list_collections(runtime))
+        return JsonReply(listed, structured=True)
 
     async def create_collection(
         ctx: Context, name: Name, description: Description = None, sources: Sources = None
     ) -> Reply:
-        """A new collection: a named group of videos to pack, brief or export together.
+        """A new collection: a named group of videos to pack, brief or export together. Names are
+        unique: a name in use is a bad-request whose hint names that collection's id.
 
-        With sources (playlists, channels) it follows them: their first 50 videos are read now
-        (the rest wait as pending), and the answer is {collection, summary} with what was added,
-        skipped and failed. A single video as a source is a bad-request: add it with
+        Answers {collection}; with sources (playlists, channels) it follows them: their first 50
+        videos are read now (the rest wait as pending), and the answer adds summary (added,
+        skipped, failed). A single video as a source is a bad-request: add it with
         add_to_collection. Costs about 200 tokens, plus about 80 per video added.
         """
         created = await library.create_collection(runtime, name, description, sources)
         if not created.sources:
-            return JsonReply(CollectionResult(collection=created))
+            return JsonReply(CollectionResult(collection=created), structured=True)
 
         async def work(run: Run) -> Reply:
             summary = await library.refresh_collection(
@@ -96,16 +73,18 @@ def tools(deps: Deps) -> list[ContractTool]:
                 CollectionResult(
                     collection=await library.get_collection(runtime, created.id), summary=summary
                 ),
+                structured=True,
                 untrusted="collection",
             )
 
         return await long_call(deps, ctx, "create_collection", {"id": created.id}, work, writes=True)
 
     async def add_to_collection(ctx: Context, collection: CollectionId, urls: VideoInputs) -> Reply:
-        """Read videos (and the videos of lists) now and add them to a collection. Answers
-        {collection, summary: {added, skipped, failed, remaining, checkedAt}}: a video already in
-        the collection is skipped, one that cannot be read is listed in failed and never stops the
-        others. Sends a progress notification per video. Costs about 80 tokens per video."""
+        """Read videos (and the videos of lists) now and add them to a collection (by id or
+        name). Answers {collection, summary: {added, skipped, failed, remaining, checkedAt}}: a
+        video already in the collection is counted in skipped, one that cannot be read is listed in
+        failed and never stops the others. Sends a progress notification per video. Costs about 80
+        tokens per video."""
         existing = await library.get_collection(runtime, collection)
 
         async def work(run: Run) -> Reply:
@@ -114,6 +93,7 @@ def tools(deps: Deps) -> list[ContractTool]:
                 CollectionResult(
                     collection=await library.get_collection(runtime, existing.id), summary=summary
                 ),
+                structured=True,
                 untrusted="collection",
             )
 
@@ -122,16 +102,28 @@ def tools(deps: Deps) -> list[ContractTool]:
         )
 
     async def get_collection(collection: CollectionId) -> Reply:
-        """A collection with its saved videos (id, title, channel, duration, origin, language,
-        tokens: pick what to read by token count), the inputs still pending, and its watch
-        schedule. Costs about 80 tokens per video."""
+        """A collection (by id or name): its summary as list_collections shows it, its saved
+        videos (id, title, channel, duration, origin, language, tokens: pick what to read by token
+        count) and the inputs still pending. Costs about 80 tokens per video."""
         view = await library.get_collection_view(runtime, collection)
-        return JsonReply(view, untrusted="collection")
+        return JsonReply(view, structured=True, untrusted="collection")
 
     return [
-        define(list_collections, title="List collections", read_only=True, open_world=False, idempotent=True),
         define(
-            create_collection, title="Create a collection", read_only=False, open_world=True, idempotent=False
+            list_collections,
+            title="List collections",
+            read_only=True,
+            open_world=False,
+            idempotent=True,
+            output=output_schema(CollectionList, processing=False),
+        ),
+        define(
+            create_collection,
+            title="Create a collection",
+            read_only=False,
+            open_world=True,
+            idempotent=False,
+            output=output_schema(CollectionResult),
         ),
         define(
             add_to_collection,
@@ -139,8 +131,16 @@ def tools(deps: Deps) -> list[ContractTool]:
             read_only=False,
             open_world=True,
             idempotent=True,
+            output=output_schema(CollectionResult),
         ),
-        define(get_collection, title="Read a collection", read_only=True, open_world=False, idempotent=True),
+        define(
+            get_collection,
+            title="Read a collection",
+            read_only=True,
+            open_world=False,
+            idempotent=True,
+            output=output_schema(library.CollectionView, processing=False),
+        ),
     ]
 
 

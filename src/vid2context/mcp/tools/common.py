@@ -10,6 +10,7 @@ from mcp.server.mcpserver import Context
 from ...errors import ErrorCode, VidError
 from ...models import Attempt, VideoContext
 from ...pipeline import MODES
+from ..params import MAX_BUDGET, MIN_BUDGET
 from ..results import Reply
 from ..runs import Run
 from ..toolkit import Deps, caller, progress_sender
@@ -24,11 +25,6 @@ __all__ = [
     "layers_line",
     "long_call",
 ]
-
-MAX_BUDGET = 10_000_000
-MIN_BUDGET = 100
-"""A page needs room for its header and its closing line (``VID2CONTEXT_MCP_MAX_TOKENS`` has the
-same bounds)."""
 
 
 async def long_call(

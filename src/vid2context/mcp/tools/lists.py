@@ -8,7 +8,7 @@ from ...errors import ErrorCode, VidError
 from ...models import Base, Comment, Kind, Platform
 from ...pipeline import get_comments as read_comments
 from ...pipeline import get_metadata, list_items
-from ..params import Limit, Url
+from ..params import Url, limit_arg
 from ..results import JsonReply, Reply, output_schema
 from ..runs import Run
 from ..toolkit import ContractTool, Deps, define
@@ -20,6 +20,8 @@ DEFAULT_ITEMS = 50
 MAX_ITEMS = 500
 DEFAULT_COMMENTS = 100
 MAX_COMMENTS = 1000
+ItemsLimit = limit_arg(MAX_ITEMS, DEFAULT_ITEMS, "videos")
+CommentsLimit = limit_arg(MAX_COMMENTS, DEFAULT_COMMENTS, "comments")
 
 
 class Item(Base, kw_only=True):
@@ -55,7 +57,7 @@ def _limit(limit: int | None, default: int, cap: int) -> int:
 def tools(deps: Deps) -> list[ContractTool]:
     runtime = deps.runtime
 
-    async def list_items_tool(ctx: Context, url: Url, limit: Limit = None) -> Reply:
+    async def list_items_tool(ctx: Context, url: Url, limit: ItemsLimit = None) -> Reply:
         """The videos of a playlist or channel (a single video lists itself): id, platform, kind,
         native id and URL of each, in the list's order. Default limit 50, at most 500. Costs about
         40 tokens per video; nothing is transcribed."""
@@ -73,7 +75,7 @@ def tools(deps: Deps) -> list[ContractTool]:
 
     list_items_tool.__name__ = "list_items"
 
-    async def get_comments(ctx: Context, url: Url, limit: Limit = None) -> Reply:
+    async def get_comments(ctx: Context, url: Url, limit: CommentsLimit = None) -> Reply:
         """A video's top-level comments (text, author, likes, date), read from the source; a video
         without a transcript still has comments. Default limit 100, at most 1000. Costs about 60
         tokens per comment. Sources that have no comments answer unsupported-input or no-provider."""

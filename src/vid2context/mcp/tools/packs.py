@@ -21,7 +21,7 @@ from ...formats import render_many
 from ...tokens import estimate_tokens
 from ..pack_pages import check_pack_cursor, pack_page
 from ..paging import call_text, page_size
-from ..params import OptionalCollection, Urls
+from ..params import OptionalCollection, Urls, int_range
 from ..results import Reply, TextReply, Untrusted
 from ..runs import Run
 from ..toolkit import ContractTool, Deps, define
@@ -33,7 +33,8 @@ DEFAULT_VIDEOS = 50
 _HINT = "Give urls (videos, playlists, channels) and/or a collection id."
 
 Limit = Annotated[
-    int | None, Field(description=f"Most videos in the pack, 1 to {MAX_VIDEOS}; default {DEFAULT_VIDEOS}.")
+    int | None,
+    Field(description=f"Most videos in the pack; default {DEFAULT_VIDEOS}.", json_schema_extra=int_range(1, MAX_VIDEOS)),
 ]
 Budget = Annotated[
     int | None,
@@ -42,6 +43,7 @@ Budget = Annotated[
         description="A token budget for the whole pack (about 4 characters a token): every transcript is "
         "cut fairly on segment boundaries to fit it, each cut marked. Left out: the whole pack, in pages "
         "of the server's page size (see the tool description).",
+        json_schema_extra=int_range(1, MAX_BUDGET),
     ),
 ]
 PackCursor = Annotated[
