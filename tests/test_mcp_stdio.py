@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 from vid2context.mcp.fences import unfence
 from vid2context.runtime import build_local_runtime
@@ -91,6 +92,13 @@ async def test_the_stdio_server_serves_every_tool(tmp_path: Path, replay: Replay
         ]
         prompts = {prompt.name for prompt in (await client.list_prompts()).prompts}
         assert prompts == {"brief", "buyer_guide"}
+        with pytest.raises(MCPError) as caught:  # without what it needs: the real message, not stderr's
+            await client.get_prompt("brief", {})
+        refusal = json.loads(caught.value.error.message)
+        assert refusal["error"] == "bad-request" and "collection or urls" in refusal["message"]
+        created = json.loads((await client.call_tool("create_collection", {"name": "Talks"})).content[0].text)
+        twin = await client.call_tool("create_collection", {"name": "talks"})
+        assert twin.is_error and created["collection"]["id"] in json.loads(twin.content[0].text)["hint"]
         resources = {str(resource.uri) for resource in (await client.list_resources()).resources}
         assert "vid2context://video/youtube%3AGJLlxj_dtq8" in resources  # saved to the SQLite library
     assert seen == [(0.0, 2.0), (1.0, 2.0), (2.0, 2.0)]  # progress notifications over real JSON-RPC

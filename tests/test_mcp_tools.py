@@ -480,6 +480,7 @@ async def test_each_error_is_an_is_error_result_with_the_contract_body(
     assert body["error"] == code, body
     assert body["message"] and body["hint"], body
     assert "Traceback" not in body["message"] and "validation error" not in body["message"]
+    assert "/api/" not in body["hint"], body  # MCP hints name tools, not REST routes
 
 
 @ON_WORKER_TOO

@@ -31,6 +31,8 @@ from vid2context.storage.sqlite import (
     open_local_stores,
 )
 
+from .test_storage_conformance import LEGACY_TWINS_SQL, check_legacy_twins
+
 WORDS = [
     "alpha",
     "beta",
@@ -421,3 +423,28 @@ async def _write(path: str, count: int, version: int, stall_at: int) -> None:
 
 if __name__ == "__main__":
     asyncio.run(_write(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
+
+
+def test_collections_made_before_names_were_unique_migrate_and_stay_usable(tmp_path: Path) -> None:
+    """A file with twin names (made by a version without the rule) opens: the migration fills every
+    name key without failing, lookups list the twins, and the rule holds from then on."""
+    first_only = tmp_path / "migrations"
+    first_only.mkdir()
+    (first_only / "0001_init.sql").write_text(
+        (find_migrations() / "0001_init.sql").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    path = tmp_path / "vid2context.db"
+    old = SQLiteDatabase(path, migrations=first_only)
+    for statement in LEGACY_TWINS_SQL:
+        old._writer.execute(statement)
+    old._close()
+
+    async def scenario() -> None:
+        store = SQLiteStorage(path)
+        try:
+            assert store.database.applied == MIGRATIONS[1:]
+            await check_legacy_twins(store)
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())

@@ -17,7 +17,13 @@ import msgspec
 import pytest
 
 from tests.test_storage_conformance import *  # noqa: F403 (the conformance suite runs again here)
-from tests.test_storage_conformance import FakeClock, make_context, rich_context
+from tests.test_storage_conformance import (
+    LEGACY_TWINS_SQL,
+    FakeClock,
+    check_legacy_twins,
+    make_context,
+    rich_context,
+)
 from vid2context.errors import ErrorCode, VidError
 from vid2context.models import Collection, CollectionItem
 from vid2context.storage.base import BlobStore, KvStore, Storage, summarize
@@ -31,7 +37,7 @@ from vid2context.storage.cloudflare import (
 )
 
 from .cloudflare_bindings import CloudflareEnv
-from .miniflare_harness import MiniflareHarness, apply_migrations
+from .miniflare_harness import MIGRATIONS_DIR, MiniflareHarness, apply_migrations
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -265,3 +271,19 @@ async def test_kv_incr_is_atomic_across_tasks_of_one_isolate(env: CloudflareEnv)
     kv = CloudflareKv(env.KV)
     results = await asyncio.gather(*(kv.incr("hits", ttl=60) for _ in range(20)), kv.incr("other"))
     assert sorted(results[:-1]) == list(range(1, 21)) and results[-1] == 1
+
+
+async def test_collections_made_before_names_were_unique_migrate_and_stay_usable(
+    cloudflare_env: CloudflareEnv, tmp_path: Path
+) -> None:
+    """A D1 database with twin names (made before the rule) takes the migration as ``wrangler d1
+    migrations apply`` runs it, and the store keeps working with the twins."""
+    first_only = tmp_path / "migrations"
+    first_only.mkdir()
+    (first_only / "0001_init.sql").write_text((MIGRATIONS_DIR / "0001_init.sql").read_text(encoding="utf-8"))
+    assert await apply_migrations(cloudflare_env.DB, first_only) == ["0001_init.sql"]
+    for statement in LEGACY_TWINS_SQL:
+        await cloudflare_env.DB.prepare(statement).run()
+    later = sorted(p.name for p in MIGRATIONS_DIR.glob("*.sql"))[1:]
+    assert await apply_migrations(cloudflare_env.DB) == later
+    await check_legacy_twins(CloudflareStorage(cloudflare_env.DB, bucket=cloudflare_env.BUCKET))

@@ -794,6 +794,80 @@ async def test_what_a_caller_mutates_in_a_collection_is_not_stored(storage: Stor
     assert (await storage.list_items("c1"))[0].state == "saved"
 
 
+# --- collection names -------------------------------------------------------------------------------
+
+
+async def taken(storage: Storage, collection: Collection, *holders: str) -> VidError:
+    """``collection`` is refused: bad-request, its hint naming the first holder on both surfaces."""
+    with pytest.raises(VidError) as caught:
+        await storage.put_collection(collection)
+    error = caught.value
+    assert error.code is ErrorCode.BAD_REQUEST and "unique" in error.message
+    assert all(holder in error.message for holder in holders), error.message
+    for surface, step in (("rest", f"GET /api/v1/collections/{holders[0]}"), ("mcp", "get_collection")):
+        hint = error.hint_for(surface) or ""  # type: ignore[arg-type]
+        assert holders[0] in hint and step in hint, (surface, hint)
+    assert "/api/" not in (error.hint_for("mcp") or "")
+    return error
+
+
+async def test_collection_names_are_unique_trimmed_and_ascii_case_blind(storage: Storage) -> None:
+    await storage.put_collection(make_collection("c1", name="Rust talks"))
+    for twin in ("Rust talks", "RUST TALKS", "  rust Talks  "):
+        await taken(storage, make_collection("c2", name=twin), "c1")
+    assert await storage.get_collection("c2") is None
+    assert [c.id for c in await storage.list_collections()] == ["c1"]
+    await storage.put_collection(make_collection("c2", name="Rust talks, part 2"))
+    await taken(storage, make_collection("c2", name="rust talks"), "c1")  # a rename into a taken name
+    assert (await storage.get_collection("c2")).name == "Rust talks, part 2"  # type: ignore[union-attr]
+    await storage.put_collection(make_collection("c1", name="RUST talks"))  # its own name, in other case
+    assert (await storage.get_collection("c1")).name == "RUST talks"  # type: ignore[union-attr]
+    # Only ASCII letters fold (as SQL's lower() does everywhere): É and é are different names.
+    await storage.put_collection(make_collection("c3", name="Café"))
+    await storage.put_collection(make_collection("c4", name="CAFÉ"))
+    await taken(storage, make_collection("c5", name="CAFé"), "c3")
+    # A deleted collection's name is free again.
+    assert await storage.delete_collection("c3") is True
+    await storage.put_collection(make_collection("c5", name="café"))
+
+
+async def test_find_collections_by_name(storage: Storage) -> None:
+    assert await storage.find_collections("nothing") == []
+    await storage.put_collection(make_collection("c1", name="Hybrids ✨"))
+    await storage.put_collection(make_collection("c2", name="Hybrids, again"))
+    await storage.put_items("c1", [CollectionItem(video_id="youtube:a", state="saved")])
+    (found,) = await storage.find_collections("  hybrids ✨ ")
+    assert found == msgspec.structs.replace(make_collection("c1", name="Hybrids ✨"), video_count=1)
+    assert [c.id for c in await storage.find_collections("HYBRIDS, AGAIN")] == ["c2"]
+    assert await storage.find_collections("Hybrids") == []  # whole names, not prefixes
+
+
+LEGACY_TWINS_SQL = [
+    "INSERT INTO collections (id, name, created_at, updated_at) VALUES "
+    "('col_old1', 'Talks', '2025-01-01T00:00:00Z', '2025-01-01T00:00:00Z')",
+    "INSERT INTO collections (id, name, created_at, updated_at) VALUES "
+    "('col_old2', 'talks', '2025-02-01T00:00:00Z', '2025-02-01T00:00:00Z')",
+    "INSERT INTO collections (id, name, created_at, updated_at) VALUES "
+    "('col_solo', 'Solo ✨', '2025-03-01T00:00:00Z', '2025-03-01T00:00:00Z')",
+]
+"""Rows a database made before names were unique may hold (run against the 0001 schema only)."""
+
+
+async def check_legacy_twins(storage: Storage) -> None:
+    """What a store opened on ``LEGACY_TWINS_SQL`` plus every migration does with the twins: it
+    finds both, saves either under its own name, refuses a third, and a rename resolves it."""
+    assert [c.id for c in await storage.find_collections("TALKS")] == ["col_old1", "col_old2"]
+    assert [c.id for c in await storage.find_collections("solo ✨")] == ["col_solo"]
+    old2 = await storage.get_collection("col_old2")
+    assert old2 is not None
+    await storage.put_collection(msgspec.structs.replace(old2, description="still works"))
+    assert (await storage.get_collection("col_old2")).description == "still works"  # type: ignore[union-attr]
+    await taken(storage, make_collection("c_new", name="Talks"), "col_old1", "col_old2")
+    await storage.put_collection(msgspec.structs.replace(old2, name="Talks (2)"))
+    assert [c.id for c in await storage.find_collections("talks")] == ["col_old1"]
+    await taken(storage, make_collection("c_new", name="talks"), "col_old1")
+
+
 # --- KV -------------------------------------------------------------------------------------------
 
 

@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from .chunking import transcribe_audio
 from .ctx import Ctx
-from .errors import ErrorCode, VidError, steps
+from .errors import ErrorCode, Hint, VidError, per_surface, steps
 from .inputs import is_list, parse_input
 from .models import Attempt, Comment, Mode, Stage, Transcript, VideoContext, VideoMetadata, VideoRef
 from .providers.base import AudioSource, SourceProvider
@@ -90,7 +90,7 @@ def _providers_for(runtime: Runtime, ref: VideoRef) -> list[SourceProvider]:
     return providers
 
 
-def _no_provider_text(ref: VideoRef) -> tuple[str, str]:
+def _no_provider_text(ref: VideoRef) -> tuple[str, Hint]:
     if ref.platform == "web":
         return (
             f"No provider here can read {ref.url}.",
@@ -104,11 +104,17 @@ def _no_provider_text(ref: VideoRef) -> tuple[str, str]:
     if ref.platform == "upload":
         return (
             "Uploads are read by the API server.",
-            "Upload with POST /api/v1/uploads and use the returned input.",
+            per_surface(
+                rest="Upload with POST /api/v1/uploads and use the returned input.",
+                mcp="Give a public URL of the media instead.",
+            ),
         )
     return (
         f"No provider is enabled for {ref.platform} inputs.",
-        "Check GET /api/v1/health for enabled providers.",
+        per_surface(
+            rest="Check GET /api/v1/health for enabled providers.",
+            mcp="Give an input this server reads: a YouTube video, or a video page URL.",
+        ),
     )
 
 
@@ -320,8 +326,10 @@ def _no_stt_rung(attempts: list[Attempt]) -> VidError:
     return VidError(
         ErrorCode.NO_PROVIDER,
         "No speech-to-text rung is set up, so the audio cannot be transcribed.",
-        hint="Set GROQ_API_KEY (free tier), CLOUDFLARE_ACCOUNT_ID and CLOUDFLARE_API_TOKEN, or "
-        "VID2CONTEXT_STT_URL, or install the stt-local extra; GET /api/v1/health lists every rung.",
+        hint=steps(
+            "Set GROQ_API_KEY (free tier), CLOUDFLARE_ACCOUNT_ID and CLOUDFLARE_API_TOKEN, or "
+            "VID2CONTEXT_STT_URL, or install the stt-local extra; {rungs} lists every rung."
+        ),
         attempts=attempts,
     )
 

@@ -82,7 +82,10 @@ Mode = Annotated[
 ]
 Language = Annotated[
     str | None,
-    Field(description="Preferred transcript language, BCP-47 (en, de, pt-BR); default: the video's own."),
+    Field(
+        description="Preferred transcript language, BCP-47 (en, de, pt-BR); default: the video's own.",
+        json_schema_extra={"maxLength": 35},
+    ),
 ]
 MaxTokens = Annotated[
     int | None,

@@ -15,7 +15,14 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from ... import library
-from ...collections_io import CollectionList, CollectionResult
+from ...collections_io import (
+    MAX_DESCRIPTION_CHARS,
+    MAX_NAME_CHARS,
+    MAX_SOURCES,
+    MAX_VIDEOS,
+    CollectionList,
+    CollectionResult,
+)
 from ..params import CollectionId
 from ..results import JsonReply, Reply, output_schema
 from ..runs import Run
@@ -28,16 +35,29 @@ FIRST_READ = 50
 """Videos a new collection reads from its sources at once; the rest wait as pending."""
 
 Name = Annotated[
-    str, Field(description="The collection's name, 1 to 200 characters, unique (case is ignored).")
+    str,
+    Field(
+        description="The collection's name, unique (case is ignored).",
+        json_schema_extra={"minLength": 1, "maxLength": MAX_NAME_CHARS},
+    ),
 ]
-Description = Annotated[str | None, Field(description="What the collection is for (optional).")]
+Description = Annotated[
+    str | None,
+    Field(description="What the collection is for.", json_schema_extra={"maxLength": MAX_DESCRIPTION_CHARS}),
+]
 Sources = Annotated[
     list[str] | None,
-    Field(description="Playlists or channels (URLs) whose videos the collection follows; not single videos."),
+    Field(
+        description="Playlists or channels (URLs) whose videos the collection follows; not single videos.",
+        json_schema_extra={"maxItems": MAX_SOURCES},
+    ),
 ]
 VideoInputs = Annotated[
     list[str],
-    Field(description="Videos or lists (playlists, channels: expanded) to read and add, as URLs or ids."),
+    Field(
+        description="Videos or lists (playlists, channels: expanded) to read and add, as URLs or ids.",
+        json_schema_extra={"minItems": 1, "maxItems": MAX_VIDEOS},
+    ),
 ]
 
 
