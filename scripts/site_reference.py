@@ -453,8 +453,16 @@ def _annotations(tool: Mapping[str, Any]) -> str:
 
 
 def _output_types(schema: Mapping[str, Any]) -> list[str]:
-    refs = [part.get("$ref", "") for part in schema.get("anyOf", schema.get("oneOf", [schema]))]
-    return [ref.rsplit("/", 1)[-1] for ref in refs if ref]
+    """Each shape a structured result can have: its top-level fields (output schemas list the
+    fields they check, not the scalars that may be null), or the ``processing`` answer."""
+    shapes = []
+    for part in schema.get("anyOf", schema.get("oneOf", [schema])):
+        fields = part.get("properties", {})
+        if fields.get("status", {}).get("enum") == ["processing"]:
+            shapes.append("a `processing` answer (then call `get_job`)")
+        elif fields:
+            shapes.append("an object with " + ", ".join(code(name) for name in fields))
+    return shapes
 
 
 def mcp_reference(inputs: Inputs) -> str:
@@ -494,7 +502,7 @@ def mcp_reference(inputs: Inputs) -> str:
             out.append("No arguments.\n")
         if tool.get("outputSchema"):
             shapes = _output_types(tool["outputSchema"])
-            named = " or ".join(code(s) for s in shapes) if shapes else "an object"
+            named = ", or ".join(shapes) if shapes else "an object"
             out.append(
                 f"Structured: the result's `structuredContent` is {named}, as its `outputSchema` "
                 "declares, and the same JSON is the text content.\n"

@@ -76,8 +76,7 @@ Timestamps = Annotated[
 Mode = Annotated[
     str,
     Field(
-        description="auto (captions, then speech-to-text), captions (platform captions only), stt "
-        "(speech-to-text only) or video."
+        description="auto (captions, else speech-to-text), or only captions, stt (speech-to-text) or video."
     ),
 ]
 Language = Annotated[
