@@ -1,7 +1,12 @@
 """The library of saved videos, and collections of them.
 
 Every video the pipeline reads is saved; these functions list, read and forget those videos, and
-group them into collections that follow lists (playlists, channels). REST and MCP both call them.
+group them into collections that follow lists (playlists, channels). REST and MCP both call them,
+and both get the same shapes back (``CollectionSummary``, ``CollectionView``).
+
+A collection is named by its id or by its name: names are unique (the stores refuse a second
+one, compared trimmed and ignoring ASCII case, ``storage.common.name_key``), an id wins over a
+name, and a name that twins from before the rule share is a ``bad-request`` listing their ids.
 
 Collections keep one ``CollectionItem`` per video, in one of three states::
 
