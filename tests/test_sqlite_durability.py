@@ -31,8 +31,6 @@ from vid2context.storage.sqlite import (
     open_local_stores,
 )
 
-from .test_storage_conformance import LEGACY_TWINS_SQL, check_legacy_twins
-
 WORDS = [
     "alpha",
     "beta",
@@ -428,6 +426,11 @@ if __name__ == "__main__":
 def test_collections_made_before_names_were_unique_migrate_and_stay_usable(tmp_path: Path) -> None:
     """A file with twin names (made by a version without the rule) opens: the migration fills every
     name key without failing, lookups list the twins, and the rule holds from then on."""
+    from .test_storage_conformance import (
+        LEGACY_TWINS_SQL,
+        check_legacy_twins,
+    )  # (this file also runs as a script)
+
     first_only = tmp_path / "migrations"
     first_only.mkdir()
     (first_only / "0001_init.sql").write_text(
