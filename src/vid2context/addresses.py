@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 from enum import StrEnum
 
-from .errors import ErrorCode, VidError
+from .errors import ErrorCode, VidError, per_surface
 
 __all__ = ["AddressClass", "address_class", "host_class", "name_class", "refusal"]
 
@@ -165,8 +165,12 @@ def refusal(found: AddressClass, *, subject: str) -> VidError:
     return VidError(
         ErrorCode.UNSUPPORTED_INPUT,
         message,
-        hint=f"The {what} {found.phrase}; this server fetches public addresses only. Give a public "
-        "http(s) URL, or upload the file with POST /api/v1/uploads.",
+        hint=per_surface(
+            rest=f"The {what} {found.phrase}; this server fetches public addresses only. Give a public "
+            "http(s) URL, or upload the file with POST /api/v1/uploads.",
+            mcp=f"The {what} {found.phrase}; this server fetches public addresses only. Give a public "
+            "http(s) URL of the media.",
+        ),
     )
 
 

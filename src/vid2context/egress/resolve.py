@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from ..addresses import AddressClass, address_class, name_class, refusal
-from ..errors import ErrorCode, VidError
+from ..errors import ErrorCode, VidError, per_surface
 
 __all__ = [
     "PUBLIC_PORTS",
@@ -75,8 +75,12 @@ class Refused(Exception):
         return VidError(
             ErrorCode.UNSUPPORTED_INPUT,
             f"{subject} leads to port {self.port}, which this server does not fetch.",
-            hint="In public mode only the standard http and https ports (80 and 443) are fetched. Give "
-            "a public http(s) URL on one of them, or upload the file with POST /api/v1/uploads.",
+            hint=per_surface(
+                rest="In public mode only the standard http and https ports (80 and 443) are fetched. "
+                "Give a public http(s) URL on one of them, or upload the file with POST /api/v1/uploads.",
+                mcp="In public mode only the standard http and https ports (80 and 443) are fetched. "
+                "Give a public http(s) URL on one of them.",
+            ),
         )
 
 

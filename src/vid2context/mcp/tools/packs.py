@@ -30,11 +30,14 @@ from .common import MAX_BUDGET, describe_paging, long_call
 __all__ = ["tools"]
 
 DEFAULT_VIDEOS = 50
-_HINT = "Give urls (videos, playlists, channels) and/or a collection id."
+_HINT = "Give urls (videos, playlists, channels) and/or a collection (its id or name)."
 
 Limit = Annotated[
     int | None,
-    Field(description=f"Most videos in the pack; default {DEFAULT_VIDEOS}.", json_schema_extra=int_range(1, MAX_VIDEOS)),
+    Field(
+        description=f"Most videos in the pack; default {DEFAULT_VIDEOS}.",
+        json_schema_extra=int_range(1, MAX_VIDEOS),
+    ),
 ]
 Budget = Annotated[
     int | None,
