@@ -197,6 +197,10 @@ def outline(context: VideoContext, *, section_sec: float = SECTION_SEC, costs: C
     total = costs.whole(context)
     transcript = context.transcript
     meta = context.metadata
+    named = kind == "chapters"
+    tokens = [
+        costs.section(_entry_section(context, entry, i, named=named)) for i, entry in enumerate(entries)
+    ]
     return Outline(
         title=one_line(meta.title) or context.id,
         url=meta.url,
@@ -217,7 +221,7 @@ def outline(context: VideoContext, *, section_sec: float = SECTION_SEC, costs: C
                 start_sec=entry.start_sec,
                 end_sec=entry.end_sec,
                 start=format_timestamp(entry.start_sec),
-                tokens=costs.section(_entry_section(context, entry, i, named=kind == "chapters")),
+                tokens=tokens[i],
                 url=link_at(context, entry.start_sec),
             )
             for i, entry in enumerate(entries)
@@ -231,7 +235,7 @@ def outline(context: VideoContext, *, section_sec: float = SECTION_SEC, costs: C
             published_at=meta.published_at,
             language=meta.language or (transcript.language if transcript else None),
         ),
-        next=_next_step(kind, entries, total, has_transcript=bool(plain_text(segments_of(context)))),
+        next=_next_step(kind, tokens, total, has_transcript=bool(plain_text(segments_of(context)))),
     )
 
 
@@ -420,15 +424,19 @@ def _brief_titles(entries: Sequence[_Entry], shown: int = 8) -> str:
     return ", ".join(listed)
 
 
-def _next_step(kind: str, entries: Sequence[_Entry], total: int, *, has_transcript: bool) -> str:
+def _next_step(kind: str, tokens: Sequence[int], total: int, *, has_transcript: bool) -> str:
+    """One sentence on what to call next; a transcript that costs no more than two of its parts
+    is short enough to read whole, and the sentence says so first."""
     if not has_transcript:
         return "This video has no transcript; only its metadata is available."
     what = "one chapter" if kind == "chapters" else "one section of about five minutes"
-    last = len(entries) - 1
-    return (
-        f"Call get_section with chapter=<index 0-{last}> (or part of a title) to read {what}, "
-        f"or with from/to (m:ss) for any range; get_transcript reads all of it (about {total} tokens)."
+    by_part = (
+        f"get_section with chapter=<index 0-{len(tokens) - 1}> (or part of a title) reads {what}, "
+        "or with from/to (m:ss) any range"
     )
+    if total <= 2 * max(tokens, default=0):
+        return f"It is short: get_transcript reads all of it for about {total} tokens; {by_part}."
+    return f"Read what you need: {by_part}; get_transcript reads all of it (about {total} tokens)."
 
 
 def _entries(context: VideoContext, section_sec: float) -> tuple[Literal["chapters", "time"], list[_Entry]]:
