@@ -111,20 +111,16 @@ def tools(deps: Deps) -> list[ContractTool]:
         max_tokens: MaxTokens = None,
         cursor: Cursor = None,
     ) -> Reply:
-        """The transcript of a video. In text format: one [m:ss] line per segment (timestamps=false
-        for paragraphs without times), under the source header: title, channel, URL, the link
-        that opens the video at any moment (put the seconds of an [m:ss] in its <seconds>),
-        where the words came from, the chapters.
+        """The transcript of a video. Text format: one [m:ss] line per segment (timestamps=false:
+        paragraphs) under the source header, which gives the link for any moment once (put the
+        seconds in its <seconds>).
 
-        Use it when you need all the words: it costs about {per_hour} tokens per hour of speech
-        ({per_hour_plain} with timestamps=false). For a video longer than a few minutes read
-        get_outline first (it states what the whole transcript and each chapter cost), then
-        get_section for the parts you need. A transcript longer than the page size comes in pages
-        cut between segments, each complete on its own and ending with [Partial transcript: ...;
-        next page: get_transcript {...}; next_cursor: seg:N]: make that call (the same arguments
-        plus cursor="seg:N") for the next page. Only the first page has the full header; later
-        ones start with a one-line header (title, what the page covers, origin, link pattern).
-        The last page ends with [End of transcript: ...]. {paging}
+        Costs about {per_hour} tokens per hour of speech ({per_hour_plain} without timestamps): for a video
+        longer than a few minutes call get_outline first (it states what this and each chapter
+        cost), then get_section for the parts you need. A result longer than the page size comes
+        in pages cut between segments, ending with [Partial transcript: ...; next page:
+        get_transcript {...}; next_cursor: seg:N]: make that call for the next page, which starts
+        with a one-line header. The last ends with [End of transcript: ...]. {paging}
         """
         formatter = _formatter(format, single=True)
         checked_mode, lang, budget = check_mode(mode), check_language(language), check_budget(max_tokens)
@@ -160,8 +156,8 @@ def tools(deps: Deps) -> list[ContractTool]:
     async def get_metadata_tool(ctx: Context, url: Url) -> Reply:
         """A video's metadata as JSON: title, channel, duration, publication date, description,
         tags, chapters, thumbnails. No captions or audio are fetched; a saved video answers from
-        the library. Costs about {metadata} tokens for a YouTube review with ten chapters, fifteen
-        tags and a short description; more with a long description."""
+        the library. Costs about {metadata} tokens for a typical video (ten chapters, fifteen tags),
+        more with a long description."""
 
         async def work(run: Run) -> Reply:
             metadata = await get_metadata(runtime, url, ctx=run.ctx())
@@ -178,15 +174,11 @@ def tools(deps: Deps) -> list[ContractTool]:
         return JsonReply(FormatsResponse(formats=format_infos()), structured=True)
 
     async def get_outline(ctx: Context, url: Url, mode: Mode = "auto", language: Language = None) -> Reply:
-        """Start here for any video longer than a few minutes: its chapters (or, without chapters,
-        sections of about five minutes), each with its index, start [m:ss], timestamp link and
-        what get_section costs for it in tokens; what get_transcript costs for all of it
-        (totalTokens); a summary of the metadata (get_metadata has the rest); what to call next.
-
-        Costs about {outline_base} tokens plus about {outline_per_chapter} per chapter or section,
-        whatever the length of the speech, so for a video with chapters it is far cheaper than
-        the transcript; then read only what you need with get_section (chapter=<index> or
-        from/to).
+        """Start here for any video longer than a few minutes: its chapters (or sections of about
+        five minutes), each with its index, start [m:ss], link and what get_section costs for it
+        in tokens; what all of get_transcript costs (totalTokens); a metadata summary; what to
+        call next. Costs about {outline_base} tokens plus about {outline_per_chapter} per chapter, whatever the length of
+        the speech.
         """
         checked_mode, lang = check_mode(mode), check_language(language)
 
@@ -212,18 +204,15 @@ def tools(deps: Deps) -> list[ContractTool]:
         max_tokens: MaxTokens = None,
         cursor: Cursor = None,
     ) -> Reply:
-        """One part of a transcript: a chapter or time section (chapter=<index from get_outline> or
-        part of its title) or any time range (from and/or to: 90, 1:30, 1:02:05 or 1h2m5s).
+        """One part of a transcript: a chapter (chapter=<index from get_outline> or part of its title)
+        or any time range (from and/or to: 90, 1:30, 1:02:05 or 1h2m5s). Text format: one [m:ss]
+        line per segment (timestamps=false: paragraphs) under a one-line header with the part
+        covered and the link for any moment.
 
-        In text format one [m:ss] line per segment (timestamps=false for paragraphs) under a
-        one-line header: the video's title, the chapter and range the part covers, where the
-        words came from and the link for any moment (put the seconds in its <seconds>). Markdown
-        shows only the chapters the part overlaps. Costs what get_outline states for the chapter:
-        about {section_per_5min} tokens per five minutes of speech, plus about {section_base} for the
-        header and the closing line. A section longer than the page size comes in pages as
-        get_transcript's do, ending with [Partial section: ...; next page: get_section {...};
-        next_cursor: seg:N] (segments counted within the section); the last page, or a section
-        that fits, ends with [End of section: ...]. {paging}
+        Costs what get_outline states: about {section_per_5min} tokens per five minutes of speech plus {section_base}.
+        A section longer than the page size comes in pages as get_transcript's do ([Partial
+        section: ...; next page: get_section {...}; next_cursor: seg:N], segments counted within
+        the section); the last page ends with [End of section: ...]. {paging}
         """
         formatter = _formatter(format, single=False)
         checked_mode, lang, budget = check_mode(mode), check_language(language), check_budget(max_tokens)
