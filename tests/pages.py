@@ -16,7 +16,7 @@ from mcp.client import Client
 from vid2context.mcp.fences import unfence
 from vid2context.tokens import estimate_tokens
 
-__all__ = ["follow", "next_call", "reassembles", "stated_tokens", "text_of"]
+__all__ = ["follow", "lean_preamble", "next_call", "reassembles", "stated_tokens", "text_of"]
 
 _NEXT = re.compile(r"; next page: (?P<tool>[a-z_]+) (?P<args>\{.*\}); next_cursor: (?P<cursor>[^\]\s]+)\]$")
 _STATED = re.compile(r"about (\d+) tokens in this result")
@@ -68,16 +68,47 @@ async def follow(client: Client, tool: str, args: dict[str, Any], size: int) -> 
     return pages
 
 
+def _blocks_at(text: str) -> list[int]:
+    """Where each ``\\n\\n``-parted block of ``text`` starts."""
+    starts = [0]
+    at = text.find("\n\n")
+    while at >= 0:
+        starts.append(at + 2)
+        at = text.find("\n\n", at + 2)
+    return starts
+
+
+def lean_preamble(content: str, whole: str, at: int) -> int:
+    """The length of the preamble of a later page ``content`` whose units continue ``whole`` at
+    ``at``: the shortest run of its leading blocks after which the page is ``whole``'s own text."""
+    for start in _blocks_at(content):
+        if content[start:] and whole.startswith(content[start:], at):
+            return start
+    raise AssertionError("a later page is not the whole text after a preamble")
+
+
+def _first(content: str, whole: str) -> int | None:
+    """Where ``whole`` continues after the first page: its end, when ``whole`` starts with it (a
+    first read has the full header, as the whole result does); else (a section: every page's lean
+    header says what that page covers) where the page's text after its preamble ends in ``whole``
+    after the whole's own preamble."""
+    if whole.startswith(content):
+        return len(content)
+    for start in _blocks_at(content)[1:]:
+        for own in _blocks_at(whole)[1:3]:
+            if content[start:] and whole.startswith(content[start:], own):
+                return own + len(content) - start
+    return None
+
+
 def reassembles(pages: list[str], whole: str) -> bool:
-    """Whether the fenced text of the first page plus that of every later page without one shared
-    preamble (the header every page repeats) is exactly ``whole``."""
+    """Whether the fenced text of the first page plus that of every later page without its own
+    preamble (the lean header and what else every page repeats) is exactly ``whole``."""
     contents = [unfence(page)[0] for page in pages]
-    if not whole.startswith(contents[0]):
+    at = _first(contents[0], whole)
+    if at is None:
         return False
-    for size in range(len(contents[0]) + 1):
-        preamble = contents[0][:size]
-        if not all(content.startswith(preamble) for content in contents[1:]):
-            return False
-        if contents[0] + "".join(content[size:] for content in contents[1:]) == whole:
-            return True
-    return False
+    for content in contents[1:]:
+        start = lean_preamble(content, whole, at)
+        at += len(content) - start
+    return at == len(whole)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import random
 
+import msgspec
+
 from vid2context.models import Chapter, Segment, Transcript, VideoContext, VideoMetadata
 
-__all__ = ["THREE_HOURS", "three_hour_talk"]
+__all__ = ["THREE_HOURS", "three_hour_talk", "with_speech"]
 
 THREE_HOURS = "ThreeHours1"
 
@@ -54,4 +56,17 @@ def three_hour_talk(native: str = THREE_HOURS, *, minutes: int = 180, seed: int 
             language="en", origin="captions-manual", timing="caption", producer="test", segments=segments
         ),
         fetched_at="2026-11-01T00:00:00Z",
+    )
+
+
+def with_speech(context: VideoContext, *, seed: int = 9) -> VideoContext:
+    """A recorded video (its real title, channel, chapters and duration) speaking at the same rate
+    over its whole length, in place of its recording's stand-in transcript (the recorded YouTube
+    answers carry three made-up lines for any video)."""
+    duration = context.metadata.duration_sec or 0.0
+    talk = three_hour_talk("Speech00001", minutes=int(duration // 60) + 1, seed=seed)
+    assert talk.transcript is not None and context.transcript is not None
+    spoken = [seg for seg in talk.transcript.segments if seg.start_sec < duration]
+    return msgspec.structs.replace(
+        context, transcript=msgspec.structs.replace(context.transcript, segments=spoken), attempts=[]
     )

@@ -39,6 +39,7 @@ from vid2context.errors import ErrorCode, VidError
 from vid2context.formats import FORMATTERS, RenderOptions, context_header
 from vid2context.models import VideoContext
 from vid2context.runtime import Runtime
+from vid2context.tokens import estimate_tokens
 
 from .runtimes import ON_WORKER_TOO, Runtimes, serve
 from .together import Together
@@ -354,7 +355,7 @@ async def test_transcript_text_has_the_header_as_the_cli_prints_it(client: Clien
     context = msgspec.json.decode(
         (await client.get(f"{API}/context", params={"url": VIDEO})).content, type=VideoContext
     )
-    header = context_header(context).rstrip("\n")
+    header = context_header(context, links="pattern").rstrip("\n")
     expected = header + "\n\n" + FORMATTERS["text"].render(context, RenderOptions()).rstrip("\n") + "\n"
     assert response.text == expected
     assert response.text.startswith(f"# {TITLE}")
@@ -536,7 +537,11 @@ async def test_outline_lists_chapters_with_tokens(client: Client) -> None:
     assert len(body["chapters"]) == 10
     assert set(body["chapters"][0]) == {"title", "startSec", "endSec", "tokens"}
     assert body["chapters"][0]["title"] == "Build Quality"
-    assert body["totalTokens"] > 0
+    whole = await client.get(f"{API}/transcript", params={"url": VIDEO})
+    assert body["totalTokens"] == estimate_tokens(whole.text)  # what /transcript returns, header included
+    for index in (0, 9):
+        section = await client.get(f"{API}/section", params={"url": VIDEO, "chapter": str(index)})
+        assert body["chapters"][index]["tokens"] == estimate_tokens(section.text)
 
 
 async def test_outline_of_a_video_without_chapters_has_time_sections(client: Client) -> None:
@@ -552,7 +557,7 @@ async def test_section_by_chapter_in_text_has_the_section_line(client: Client) -
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/plain; charset=utf-8"
     assert response.text.startswith(f"# {TITLE}")
-    assert '\nSection "Build Quality": 0:39 to 1:06, about ' in response.text
+    assert '\nSection "Build Quality": 0:39 to 1:06\n\n' in response.text
     by_title = await client.get(f"{API}/section", params={"url": VIDEO, "chapter": "scr"})
     assert 'Section "Screen": 1:06 to 1:46' in by_title.text
 
@@ -563,7 +568,7 @@ async def test_section_by_range(client: Client) -> None:
         f"{API}/section", params={"url": VIDEO, "from": "0", "to": "0:05", "timestamps": "1"}
     )
     assert response.status_code == 200
-    assert 'Section "0:00–0:05": 0:00 to 0:05, about ' in response.text
+    assert 'Section "0:00–0:05": 0:00 to 0:05\n' in response.text
     assert f"[0:00] {FIRST_LINE}" in response.text
     assert "just something shorter" not in response.text  # starts at 5.7 s, after the range
     only_to = await client.get(f"{API}/section", params={"url": VIDEO, "to": "3"})

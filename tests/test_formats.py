@@ -23,6 +23,7 @@ from vid2context.formats import (
     FORMATTERS,
     FormatInfo,
     Formatter,
+    Part,
     RenderOptions,
     context_header,
     format_info,
@@ -30,7 +31,9 @@ from vid2context.formats import (
     get_formatter,
     render,
     render_many,
+    render_view,
 )
+from vid2context.formats.header import track_news
 from vid2context.models import Attempt, Chapter, Segment, Transcript, VideoContext, VideoMetadata
 from vid2context.tokens import estimate_tokens
 
@@ -420,13 +423,99 @@ def test_header_layout() -> None:
         "# Café crème at home — a <quick> guide",
         "- Channel: Ünïcode Kitchen · Duration: 3:05 · Published: 2024-03-09",
         "- URL: https://www.youtube.com/watch?v=Zx3kQ9v7LmA",
-        "- Transcript: manual captions, en, by youtube/innertube, caption-level timing, about 82 tokens",
-        "- Track: English (manual) chosen over the automatic track",
+        "- Transcript: manual captions, en, by youtube/innertube, caption-level timing",
         "- Chapters:",
         "  - [0:00](https://www.youtube.com/watch?v=Zx3kQ9v7LmA&t=0s) Intro",
         "  - [1:00](https://www.youtube.com/watch?v=Zx3kQ9v7LmA&t=60s) Espresso <basics>",
         "  - [2:00](https://www.youtube.com/watch?v=Zx3kQ9v7LmA&t=120s) Milk & foam",
+    ]  # no token count (a header cannot know its result's size), no Track line for the usual track
+
+
+def test_the_text_header_states_the_link_pattern_once() -> None:
+    header = context_header(sample_context(), links="pattern")
+    assert header.splitlines() == [
+        "# Café crème at home — a <quick> guide",
+        "- Channel: Ünïcode Kitchen · Duration: 3:05 · Published: 2024-03-09",
+        "- URL: https://www.youtube.com/watch?v=Zx3kQ9v7LmA",
+        "- Moment links: https://www.youtube.com/watch?v=Zx3kQ9v7LmA&t=<seconds>s",
+        "- Transcript: manual captions, en, by youtube/innertube, caption-level timing",
+        "- Chapters:",
+        "  - [0:00] Intro",
+        "  - [1:00] Espresso <basics>",
+        "  - [2:00] Milk & foam",
     ]
+    assert render_view(sample_context(), FORMATTERS["text"], RenderOptions()).startswith(header + "\n\n")
+
+
+@pytest.mark.parametrize(
+    ("platform", "url", "links"),
+    [
+        (
+            "youtube",
+            "https://www.youtube.com/watch?v=Zx3kQ9v7LmA",
+            "https://www.youtube.com/watch?v=Zx3kQ9v7LmA&t=<seconds>s",
+        ),
+        ("web", "https://example.com/talks/cafe.mp4", "https://example.com/talks/cafe.mp4#t=<seconds>"),
+        ("local", None, "none (a local file)"),
+        ("upload", None, "none (an upload)"),
+    ],
+)
+def test_the_lean_header_is_one_line_with_the_link_pattern_of_each_source(
+    platform: str, url: str | None, links: str
+) -> None:
+    context = sample_context()
+    context = msgspec.structs.replace(
+        context, metadata=msgspec.structs.replace(context.metadata, platform=platform, url=url)
+    )
+    chapter = Part(start_sec=60, end_sec=120, title="Espresso <basics>")
+    assert context_header(context, links="pattern", part=chapter) == (
+        "# Café crème at home — a <quick> guide · Espresso <basics>, 1:00–2:00 of 3:05 · manual captions, en"
+        f" · moment links: {links}"
+    )
+    page = Part(start_sec=61, end_sec=185.5)
+    assert context_header(context, part=page) == (
+        "# Café crème at home — a <quick> guide · 1:01–3:05 of 3:05 · manual captions, en"
+    )  # Markdown links every moment: no pattern to state
+    lean = render_view(context, FORMATTERS["text"], RenderOptions(timestamps=True, part=page))
+    assert lean.splitlines()[0].endswith(f"moment links: {links}") and lean.splitlines()[1] == ""
+
+
+def _track(origin: str, language: str, note: str | None = "English (manual) chosen over the automatic track"):
+    return Transcript(
+        language=language, origin=origin, timing="caption", producer="p", segments=[], note=note
+    )
+
+
+@pytest.mark.parametrize(
+    ("transcript", "asked", "news"),
+    [
+        (_track("captions-manual", "en"), None, None),
+        (_track("captions-manual", "en"), "en-GB", None),
+        (_track("captions-manual", "en", "requested de not available"), "de", "requested de not available"),
+        (_track("captions-manual", "en", None), "de", "asked for de, the transcript is in en"),
+        (
+            _track("captions-auto", "en", "auto-generated English track (en) chosen"),
+            None,
+            "auto-generated English track (en) chosen",
+        ),
+        (_track("captions-auto", "en", None), None, None),
+        (
+            _track("captions-translated", "de", "no de track; translated by YouTube"),
+            "de",
+            "no de track; translated by YouTube",
+        ),
+        (_track("asr", "en", None), "en", None),
+    ],
+)
+def test_the_track_line_only_when_it_is_news(
+    transcript: Transcript, asked: str | None, news: str | None
+) -> None:
+    assert track_news(transcript, asked) == news
+    context = msgspec.structs.replace(sample_context(), transcript=transcript)
+    lines = context_header(context, asked=asked).splitlines()
+    assert [line for line in lines if line.startswith("- Track:")] == ([f"- Track: {news}"] if news else [])
+    lean = context_header(context, asked=asked, part=Part(start_sec=0, end_sec=60)).splitlines()
+    assert lean[1:] == ([f"- Track: {news}"] if news else [])
 
 
 def test_header_of_a_local_file_without_transcript() -> None:
@@ -442,6 +531,10 @@ def test_header_of_a_local_file_without_transcript() -> None:
         "- Source: local:abc123",
         "- Transcript: none",
     ]
+    assert context_header(context, links="pattern").splitlines()[3] == "- Moment links: none (a local file)"
+    assert context_header(context, part=Part(start_sec=0, end_sec=0)) == (
+        "# talk # forged heading · 0:00–0:00 · no transcript"
+    )
 
 
 def test_header_of_a_long_video_uses_hours() -> None:

@@ -92,7 +92,7 @@ async def test_a_three_hour_transcript_comes_in_pages_of_20000_tokens(client: Cl
     assert inside.startswith("# A three-hour talk (ThreeHours1)\n")
     marker = page.splitlines()[-1]
     assert marker.startswith("[Partial transcript: segments 0-")
-    assert "of the transcript's" in marker
+    assert marker.split("; next page:")[0].endswith(f"about {estimate_tokens(page)} tokens in this result")
     tool, args = next_call(page)
     assert tool == "get_transcript" and args == {"url": THREE_HOURS, "cursor": args["cursor"]}
     assert re.fullmatch(r"seg:\d+", args["cursor"])
@@ -105,7 +105,7 @@ async def test_a_three_hour_transcript_comes_in_pages_of_20000_tokens(client: Cl
 
 
 @pytest.mark.parametrize(
-    ("fmt", "extra"), [(fmt, {}) for fmt in SINGLE_FORMATS] + [("text", {"timestamps": True})]
+    ("fmt", "extra"), [(fmt, {}) for fmt in SINGLE_FORMATS] + [("text", {"timestamps": False})]
 )
 async def test_following_each_page_reads_the_whole_transcript_once_in_order(
     client: Client, fmt: str, extra: dict[str, Any]
@@ -205,12 +205,20 @@ async def test_a_long_section_pages_and_a_short_one_comes_whole(client: Client) 
         r"\[Partial section: segments 0-\d+ of \d+, 9:5\d to ", first
     )  # from the segment at 10:00
     assert last.startswith("[End of section: ") and last.split(";")[0].endswith("to 2:50:00 of 3:00:00")
-    for page in pages:
-        assert 'Section "10:00–2:50:00": 10:00 to 2:50:00, about' in unfence(page)[0]
-        assert "Section (10:00 to 2:50:00): about" in page  # the line outside the fence, on every page
+    for page in pages:  # each page's one-line header says what that page covers, as its marker does
+        header = unfence(page)[0].splitlines()[0]
+        assert header.startswith("# A three-hour talk (ThreeHours1) · ")
+        marker_span = re.search(r", (\d[\d:]*) to (\d[\d:]*) of ", page.splitlines()[-1]).groups()
+        assert f" · {marker_span[0]}–{marker_span[1]} of 3:00:00 · manual captions, en · " in header
     chapter = await _text(client, "get_section", {"url": THREE_HOURS, "chapter": 2})
     assert estimate_tokens(chapter) < 5000
-    assert chapter.splitlines()[-1].startswith("Layers: ")  # as it always came: no closing marker
+    assert (
+        chapter.splitlines()[-1]
+        == f"[End of section: segments 0-221 of 222, 30:00 to 45:00 of 3:00:00; about {estimate_tokens(chapter)} tokens in this result]"
+    )
+    assert unfence(chapter)[0].startswith(
+        "# A three-hour talk (ThreeHours1) · Part 3, 30:00–45:00 of 3:00:00 · "
+    )
     assert (
         _error(await client.call_tool("get_section", {"url": THREE_HOURS, "chapter": 2, "cursor": "seg:x"}))[
             "error"
@@ -293,7 +301,8 @@ async def test_a_collection_that_changed_refuses_its_old_cursor(client: Client) 
 
 async def test_rest_is_not_paged(runtimes: Runtimes, httpx_mock: Any, client: Client) -> None:
     rt = await _runtime(runtimes, httpx_mock)
-    (whole,) = unfence(await _text(client, "get_transcript", {"url": THREE_HOURS, "maxTokens": EVERYTHING}))
+    plain = {"url": THREE_HOURS, "maxTokens": EVERYTHING, "timestamps": False}  # REST's default
+    (whole,) = unfence(await _text(client, "get_transcript", plain))
     async with serve(create_app(rt)) as http:
         transcript = await http.get("/api/v1/transcript", params={"url": THREE_HOURS})
         pack = await http.get("/api/v1/pack", params={"url": THREE_HOURS})
@@ -313,5 +322,5 @@ async def test_over_streamable_http(runtimes: Runtimes, httpx_mock: Any) -> None
                 await _text(client, "get_transcript", {"url": THREE_HOURS, "maxTokens": EVERYTHING})
             )
             pages = await follow(client, "get_transcript", {"url": THREE_HOURS}, DEFAULT)
-    assert len(pages) == 2
+    assert len(pages) == 3  # about 42k tokens with its [m:ss] lines
     assert reassembles(pages, whole)

@@ -37,6 +37,7 @@ from vid2context.settings import load_settings
 from vid2context.storage.memory import MemoryStorage
 from vid2context.tokens import estimate_tokens
 
+from .pages import reassembles
 from .runtimes import ON_WORKER_TOO, Runtimes
 from .youtube_replay import PLAYLIST_ID, httpx_callback
 
@@ -244,9 +245,7 @@ async def test_the_instructions_say_outline_first_and_fetch_less(client: Client)
 
 
 @ON_WORKER_TOO
-async def test_get_transcript_has_the_header_fenced_with_layers_and_end(
-    runtime: Runtime, client: Client
-) -> None:
+async def test_get_transcript_has_the_full_header_citable_lines_and_end(client: Client) -> None:
     result = await client.call_tool("get_transcript", {"url": f"https://youtu.be/{VIDEO}"})
     assert not result.is_error
     text = text_of(result)
@@ -254,14 +253,17 @@ async def test_get_transcript_has_the_header_fenced_with_layers_and_end(
     (inside,) = unfence(text)
     assert inside.startswith("# Surface Go Review")
     assert "- URL: https://www.youtube.com/watch?v=GJLlxj_dtq8" in inside
-    assert "[0:39](https://www.youtube.com/watch?v=GJLlxj_dtq8&t=39s) Build Quality" in inside
-    assert "Hey, this is just a test" in inside
+    assert "\n- Moment links: https://www.youtube.com/watch?v=GJLlxj_dtq8&t=<seconds>s\n" in inside
+    assert "\n  - [0:39] Build Quality\n" in inside  # the pattern links it: no URL per chapter
+    assert "\n[0:00] Hey, this is just a test\n" in inside  # [m:ss] by default on MCP
+    assert "Track:" not in inside  # the manual English track of an English video is no news
     lines = text.splitlines()
-    assert lines[-2].startswith("Layers: metadata by youtube (ok")
+    assert lines[-2].startswith("=== END UNTRUSTED VIDEO TEXT [")  # every rung worked: no Layers line
     assert lines[-1].startswith("[End of transcript: segments 0-2 of 3")
     again = text_of(await client.call_tool("get_transcript", {"url": VIDEO}))
-    saved = f"Layers: library ({runtime.storage.id}): saved copy, nothing fetched"
-    assert saved in again  # saved by the first read
+    assert unfence(again) == unfence(text) and "Layers" not in again and "Library" not in again
+    plain = text_of(await client.call_tool("get_transcript", {"url": VIDEO, "timestamps": False}))
+    assert "\n\nHey, this is just a test this is not" in unfence(plain)[0]  # paragraphs when asked
 
 
 @ON_WORKER_TOO
@@ -274,7 +276,8 @@ async def test_get_metadata_and_outline(client: Client) -> None:
     assert outline["sections"] == "chapters" and len(outline["chapters"]) == 12
     first = outline["chapters"][1]
     assert first["start"] == "10:00" and first["url"].endswith(f"v={LONG}&t=600s")
-    assert sum(c["tokens"] for c in outline["chapters"]) == pytest.approx(outline["totalTokens"], abs=12)
+    assert set(outline["metadata"]) == {"id", "title", "channel", "url", "durationSec", "language"}
+    assert "\n" not in result.content[1].text  # compact JSON
     assert "get_section" in outline["next"]
     plain = (await client.call_tool("get_outline", {"url": PLAIN})).structured_content
     assert plain["sections"] == "time" and len(plain["chapters"]) == 8
@@ -284,9 +287,16 @@ async def test_get_metadata_and_outline(client: Client) -> None:
 async def test_get_section_by_index_title_and_time(client: Client) -> None:
     by_index = text_of(await client.call_tool("get_section", {"url": LONG, "chapter": 3}))
     (inside,) = unfence(by_index)
-    assert inside.startswith("# A long talk")
-    assert 'Section "Part 4: section 3": 30:00 to 40:00, about' in inside
-    assert "Section (index 3, 30:00 to 40:00): about" in by_index
+    header, blank, first = inside.splitlines()[:3]
+    assert header == (
+        f"# A long talk ({LONG}) · Part 4: section 3, 30:00–40:00 of 2:00:00 · manual captions, en"
+        f" · moment links: https://www.youtube.com/watch?v={LONG}&t=<seconds>s"
+    )  # a section is not a first read: the one-line header
+    assert blank == "" and first.startswith("[30:0")
+    assert re.fullmatch(
+        r"\[End of section: segments 0-\d+ of \d+, 30:00 to 40:00 of 2:00:00; about \d+ tokens in this result\]",
+        by_index.splitlines()[-1],
+    )
     by_title = text_of(await client.call_tool("get_section", {"url": LONG, "chapter": "part 4"}))
     assert unfence(by_title)[0].split("\n", 1)[1] == inside.split("\n", 1)[1]
     timed = text_of(await client.call_tool("get_section", {"url": VIDEO, "from": "0:05", "to": "10s"}))
@@ -361,18 +371,6 @@ async def _pages(client: Client, url: str, fmt: str, budget: int, **extra: Any) 
         assert len(pages) < 500
 
 
-def _reassemble(contents: list[str], whole: str) -> None:
-    """The first page plus every later page without one shared preamble is exactly ``whole``."""
-    assert whole.startswith(contents[0])
-    for size in range(len(contents[0]) + 1):
-        preamble = contents[0][:size]
-        if all(page.startswith(preamble) for page in contents[1:]) and (
-            contents[0] + "".join(page[size:] for page in contents[1:]) == whole
-        ):
-            return
-    raise AssertionError("the pages do not reassemble the whole transcript")
-
-
 @pytest.mark.parametrize("fmt", SINGLE_FORMATS)
 @pytest.mark.parametrize(
     ("url", "budget", "extra"),
@@ -415,7 +413,10 @@ async def test_pages_reassemble_exactly_and_stand_alone(
             part["transcript"]["segments"] = full["transcript"]["segments"]
             assert part["metadata"] == full["metadata"]
     else:
-        _reassemble(contents, whole)
+        assert reassembles(pages, whole)
+        if fmt in ("text", "markdown"):
+            for content in contents[1:]:  # later pages: the lean one-line header
+                assert " · " in content.splitlines()[0] and content.splitlines()[1] == ""
 
 
 async def test_a_cursor_must_be_one_this_server_made(client: Client) -> None:

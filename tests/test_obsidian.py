@@ -63,7 +63,7 @@ tags: [video, vid2context]
 # Me at the zoo
 - Channel: jawed · Duration: 0:19 · Published: 2005-04-23
 - URL: {URL}
-- Transcript: manual captions, en, by youtube/innertube, caption-level timing, about 23 tokens
+- Transcript: manual captions, en, by youtube/innertube, caption-level timing
 - Chapters:
   - [0:00]({URL}&t=0s) Intro
   - [0:10]({URL}&t=10s) The elephants

@@ -8,9 +8,10 @@ import msgspec
 import pytest
 
 from vid2context.errors import ErrorCode, VidError
-from vid2context.formats import context_header, render
+from vid2context.formats import FORMATTERS, RenderOptions, context_header, render, render_view
+from vid2context.formats.blocks import chapter_spans
 from vid2context.models import Chapter, Segment, Transcript, VideoContext, VideoMetadata
-from vid2context.outline import Outline, Section, get_section, outline, outline_for_api
+from vid2context.outline import Outline, Section, get_section, outline, outline_for_api, text_costs
 from vid2context.tokens import estimate_tokens
 
 WORDS = [
@@ -132,6 +133,14 @@ def test_outline_wire_shape_matches_the_contract() -> None:
     ]
     assert wire["transcript"] == {"origin": "asr", "language": "en", "producer": "stt/groq/whisper"}
     assert set(wire["chapters"][0]) == {"index", "title", "startSec", "endSec", "start", "tokens", "url"}
+    assert wire["metadata"] == {
+        "id": "youtube:Qw3Er5Ty7Ui",
+        "title": "Compilers, explained",
+        "channel": "Code Club",
+        "url": "https://www.youtube.com/watch?v=Qw3Er5Ty7Ui",
+        "durationSec": 600,
+        "language": "en",
+    }  # the summary: no description, tags, thumbnails or second list of chapters
     assert msgspec.json.decode(msgspec.json.encode(outline(chaptered())), type=Outline) == outline(
         chaptered()
     )
@@ -299,7 +308,7 @@ def test_section_by_range_in_any_form(from_: str | float, to: str | float) -> No
     segments = section.context.transcript.segments
     assert segments[0].start_sec == 88  # overlaps 1:30 (88 to 91.7)
     assert segments[-1].start_sec == 176
-    assert section.section_line() == f'Section "1:30–3:00": 1:30 to 3:00, about {section.tokens} tokens'
+    assert section.section_line() == 'Section "1:30–3:00": 1:30 to 3:00'
     assert section.tokens == estimate_tokens(" ".join(s.text for s in segments))
 
 
@@ -329,7 +338,7 @@ def test_section_renders_with_any_formatter() -> None:
     assert srt_text.startswith("1\n00:01:36,000 --> ")
     # The header still describes the whole video.
     assert context_header(section.context).startswith("# Compilers, explained")
-    assert section.section_line() == f'Section "Setup": 1:35 to 3:20, about {section.tokens} tokens'
+    assert section.section_line() == 'Section "Setup": 1:35 to 3:20'
 
 
 def test_section_is_a_struct_on_the_wire() -> None:
@@ -411,3 +420,46 @@ def test_section_of_a_video_without_transcript() -> None:
     with pytest.raises(VidError) as caught:
         get_section(context, chapter=0)
     assert caught.value.code is ErrorCode.NOT_FOUND
+
+
+# --- what a section shows, what reading costs ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("where", "titles"),
+    [
+        ({"chapter": "Setup"}, ["Setup"]),  # its neighbours only touch it
+        ({"from": "1:30", "to": "3:00"}, ["Intro", "Setup"]),
+        ({"from": "3:20", "to": "3:20"}, ["Setup advanced"]),
+        ({"from": "9:30"}, ["Wrap-up & questions"]),
+    ],
+)
+def test_a_section_keeps_only_the_chapters_it_overlaps(where: dict[str, str], titles: list[str]) -> None:
+    """Markdown prints a heading per chapter: a section that kept every chapter printed empty
+    headings for the ones outside it (issue #12 item 3)."""
+    section = get_section(
+        chaptered(), chapter=where.get("chapter"), from_=where.get("from"), to=where.get("to")
+    )
+    assert [chapter.title for chapter in section.context.metadata.chapters] == titles
+    markdown = render(section.context, "markdown")
+    assert [line.split(" [")[0] for line in markdown.splitlines() if line.startswith("## ")] == [
+        f"## {title}" for title in titles
+    ]
+    whole = {span.title: (span.start_sec, span.end_sec) for span in chapter_spans(chaptered())}
+    assert {span.title: (span.start_sec, span.end_sec) for span in chapter_spans(section.context)} == {
+        title: whole[title] for title in titles
+    }  # a kept chapter keeps its own span
+
+
+def test_costs_are_the_callers_measure_of_what_it_returns() -> None:
+    context = chaptered()
+    measured = outline(context, costs=text_costs())
+    for entry in measured.chapters:
+        section = get_section(context, chapter=entry.index)
+        text = render_view(section.context, FORMATTERS["text"], RenderOptions(), section.section_line())
+        assert entry.tokens == estimate_tokens(text)
+    assert measured.total_tokens == estimate_tokens(render_view(context, FORMATTERS["text"], RenderOptions()))
+    assert f"about {measured.total_tokens} tokens" in measured.next
+    assert outline_for_api(context, costs=text_costs()).total_tokens == measured.total_tokens
+    words = outline(context)  # without costs: the words alone
+    assert words.total_tokens == total_of(context) < measured.total_tokens

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vid2context.errors import ErrorCode, VidError
-from vid2context.timecode import format_timestamp, parse_time, timestamp_url
+from vid2context.timecode import SECONDS, format_timestamp, parse_time, timestamp_pattern, timestamp_url
 
 
 @pytest.mark.parametrize(
@@ -102,3 +102,23 @@ def test_timestamp_urls() -> None:
     assert timestamp_url("local", "/a.mp4", None, 12) is None
     assert timestamp_url("upload", "ab" * 32, None, 12) is None
     assert timestamp_url("web", "x", "javascript:alert(1)", 1) is None
+
+
+@pytest.mark.parametrize(
+    ("platform", "native", "url", "pattern"),
+    [
+        ("youtube", "jNQXAC9IVRw", None, "https://www.youtube.com/watch?v=jNQXAC9IVRw&t=<seconds>s"),
+        ("web", "x", "https://example.com/talk.mp4#old", "https://example.com/talk.mp4#t=<seconds>"),
+        ("local", "/a.mp4", None, None),
+        ("upload", "ab" * 32, None, None),
+        ("web", "x", "javascript:alert(1)", None),
+    ],
+)
+def test_a_link_pattern_is_every_timestamp_url_at_once(
+    platform: str, native: str, url: str | None, pattern: str | None
+) -> None:
+    """The pattern a header states, with the seconds put in, is the link of that moment."""
+    assert timestamp_pattern(platform, native, url) == pattern
+    for seconds in (0, 59.9, 3725):
+        expected = timestamp_url(platform, native, url, seconds)
+        assert (pattern.replace(SECONDS, str(int(seconds))) if pattern else None) == expected

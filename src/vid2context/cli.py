@@ -153,10 +153,11 @@ def _render(context: VideoContext, args: argparse.Namespace, format_id: str) -> 
         section_line = section.section_line()
         context = section.context
     formatter = FORMATTERS[format_id]
+    options = RenderOptions(timestamps=args.timestamps, asked=args.lang)
     if args.no_header:
-        body = formatter.render(context, RenderOptions(timestamps=args.timestamps))
+        body = formatter.render(context, options)
         return body if body.endswith("\n") else body + "\n"
-    return render_view(context, formatter, RenderOptions(timestamps=args.timestamps), section_line)
+    return render_view(context, formatter, options, section_line)
 
 
 def _print_summary(context: VideoContext, err: TextIO) -> None:

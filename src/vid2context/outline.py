@@ -6,8 +6,12 @@ sections of about five minutes cut where the speaker pauses or ends a sentence; 
 its token count and a timestamp link. ``get_section()`` returns one entry, or any time range, as a
 ``VideoContext`` whose transcript holds only that part, so every formatter can render it.
 
-Segments belong to the entry their start falls in, so the entries' tokens add up to the whole
-(give or take rounding) and ``get_section(chapter=i)`` returns exactly what the outline counted.
+Segments belong to the entry their start falls in, so the entries' words add up to the whole and
+``get_section(chapter=i)`` returns exactly the words the outline counted. The token figures are
+what reading costs: the caller passes ``Costs`` that measure the result it would really return
+for an entry and for the whole transcript (header, fences and closing lines included); without
+them, an entry's figure is its words alone. A section keeps only the chapters it overlaps, so its
+rendering never shows the headings of chapters outside it.
 """
 
 from __future__ import annotations
@@ -15,13 +19,14 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
 
 from .errors import ErrorCode, VidError, steps
+from .formats.base import Part
 from .formats.blocks import (
     chapter_spans,
     duration_of,
@@ -33,20 +38,23 @@ from .formats.blocks import (
     split_by_starts,
     transcript_tokens,
 )
-from .models import Base, Origin, Segment, VideoContext, VideoMetadata
+from .models import Base, Chapter, Origin, Segment, VideoContext, VideoMetadata
 from .timecode import format_timestamp, parse_time
 from .tokens import estimate_tokens
 
 __all__ = [
     "ApiOutline",
     "ApiOutlineChapter",
+    "Costs",
     "Outline",
     "OutlineEntry",
+    "OutlineMetadata",
     "Section",
     "TranscriptInfo",
     "get_section",
     "outline",
     "outline_for_api",
+    "text_costs",
 ]
 
 SECTION_SEC = 300.0
@@ -70,6 +78,20 @@ class TranscriptInfo(Base, kw_only=True):
     producer: str
 
 
+class OutlineMetadata(Base, kw_only=True, omit_defaults=True):
+    """The metadata an outline carries: who and what, not the description, tags or thumbnails
+    (``get_metadata`` has those), so the outline stays cheaper than the words it outlines.
+    Unknown values are left out."""
+
+    id: str
+    title: str
+    channel: str | None = None
+    url: str | None = None
+    duration_sec: float | None = None
+    published_at: str | None = None
+    language: str | None = None
+
+
 class Outline(Base, kw_only=True):
     """The ``get_outline`` tool's result."""
 
@@ -79,10 +101,44 @@ class Outline(Base, kw_only=True):
     transcript: TranscriptInfo | None
     sections: Literal["chapters", "time"]
     total_tokens: int
+    """What reading the whole transcript costs (``Costs.whole``)."""
     chapters: list[OutlineEntry]
-    metadata: VideoMetadata
+    metadata: OutlineMetadata
     next: str
     """What to call next, in one sentence."""
+
+
+@dataclass(frozen=True, slots=True)
+class Costs:
+    """What reading costs on one surface, measured on the result it would return: ``section``
+    for one entry (``get_section(chapter=i)``), ``whole`` for the whole transcript."""
+
+    section: Callable[[Section], int]
+    whole: Callable[[VideoContext], int]
+
+
+def _speech_section(section: Section) -> int:
+    return section.tokens
+
+
+SPEECH = Costs(section=_speech_section, whole=transcript_tokens)
+"""The words alone, for callers that return no text of their own."""
+
+
+def text_costs(lang: str | None = None) -> Costs:
+    """What reading costs as ``render_view`` prints it in ``text`` with its defaults (the REST
+    routes, the CLI): the full header, a section's line, the words."""
+    from .formats import FORMATTERS, RenderOptions, render_view
+
+    text, options = FORMATTERS["text"], RenderOptions(asked=lang)
+
+    def section(part: Section) -> int:
+        return estimate_tokens(render_view(part.context, text, options, part.section_line()))
+
+    def whole(context: VideoContext) -> int:
+        return estimate_tokens(render_view(context, text, options))
+
+    return Costs(section=section, whole=whole)
 
 
 class ApiOutlineChapter(Base, kw_only=True):
@@ -109,14 +165,21 @@ class Section(Base, kw_only=True):
     tokens: int
     index: int | None = None
     """The outline index when the section was chosen by chapter."""
+    named: bool = False
+    """Whether ``title`` is a chapter's (not a time range's, which the range already says)."""
     context: VideoContext
+    """The video with only this section's segments, and only the chapters it overlaps."""
 
     def section_line(self) -> str:
-        """``Section "title": m:ss to m:ss, about N tokens``, the line above a section's text."""
+        """``Section "title": m:ss to m:ss``, the line above a section's text in a full header."""
         return (
             f'Section "{one_line(self.title, 200)}": {format_timestamp(self.start_sec)} to '
-            f"{format_timestamp(self.end_sec)}, about {self.tokens} tokens"
+            f"{format_timestamp(self.end_sec)}"
         )
+
+    def part(self) -> Part:
+        """What a lean header says this section covers."""
+        return Part(start_sec=self.start_sec, end_sec=self.end_sec, title=self.title if self.named else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,14 +190,20 @@ class _Entry:
     segments: list[Segment]
 
 
-def outline(context: VideoContext, *, section_sec: float = SECTION_SEC) -> Outline:
-    """The video's chapters, else sections of about ``section_sec`` seconds, with token counts."""
+def outline(context: VideoContext, *, section_sec: float = SECTION_SEC, costs: Costs = SPEECH) -> Outline:
+    """The video's chapters, else sections of about ``section_sec`` seconds, with what reading
+    each and the whole costs by ``costs``."""
     kind, entries = _entries(context, section_sec)
-    total = transcript_tokens(context)
+    total = costs.whole(context)
     transcript = context.transcript
+    meta = context.metadata
+    named = kind == "chapters"
+    tokens = [
+        costs.section(_entry_section(context, entry, i, named=named)) for i, entry in enumerate(entries)
+    ]
     return Outline(
-        title=one_line(context.metadata.title) or context.id,
-        url=context.metadata.url,
+        title=one_line(meta.title) or context.id,
+        url=meta.url,
         duration_sec=duration_of(context),
         transcript=(
             TranscriptInfo(
@@ -152,19 +221,29 @@ def outline(context: VideoContext, *, section_sec: float = SECTION_SEC) -> Outli
                 start_sec=entry.start_sec,
                 end_sec=entry.end_sec,
                 start=format_timestamp(entry.start_sec),
-                tokens=estimate_tokens(plain_text(entry.segments)),
+                tokens=tokens[i],
                 url=link_at(context, entry.start_sec),
             )
             for i, entry in enumerate(entries)
         ],
-        metadata=context.metadata,
-        next=_next_step(kind, entries, total, has_transcript=bool(plain_text(segments_of(context)))),
+        metadata=OutlineMetadata(
+            id=context.id,
+            title=meta.title,
+            channel=meta.channel,
+            url=meta.url,
+            duration_sec=duration_of(context),
+            published_at=meta.published_at,
+            language=meta.language or (transcript.language if transcript else None),
+        ),
+        next=_next_step(kind, tokens, total, has_transcript=bool(plain_text(segments_of(context)))),
     )
 
 
-def outline_for_api(context: VideoContext, *, section_sec: float = SECTION_SEC) -> ApiOutline:
+def outline_for_api(
+    context: VideoContext, *, section_sec: float = SECTION_SEC, costs: Costs = SPEECH
+) -> ApiOutline:
     """The REST shape of ``outline()``: metadata, chapters (or time sections) with tokens, total."""
-    _, entries = _entries(context, section_sec)
+    kind, entries = _entries(context, section_sec)
     return ApiOutline(
         metadata=context.metadata,
         chapters=[
@@ -172,11 +251,11 @@ def outline_for_api(context: VideoContext, *, section_sec: float = SECTION_SEC) 
                 title=entry.title,
                 start_sec=entry.start_sec,
                 end_sec=entry.end_sec,
-                tokens=estimate_tokens(plain_text(entry.segments)),
+                tokens=costs.section(_entry_section(context, entry, i, named=kind == "chapters")),
             )
-            for entry in entries
+            for i, entry in enumerate(entries)
         ],
-        total_tokens=transcript_tokens(context),
+        total_tokens=costs.whole(context),
     )
 
 
@@ -207,14 +286,17 @@ def get_section(
             hint="Use chapter for one outline entry, or from/to for any time range.",
         )
     if chapter is not None:
-        _, entries = _entries(context, section_sec)
+        kind, entries = _entries(context, section_sec)
         index = _find_entry(entries, chapter)
-        entry = entries[index]
-        end = entry.end_sec
-        if end is None:
-            end = max([entry.start_sec, *(max(s.start_sec, s.end_sec) for s in entry.segments)])
-        return _section(context, entry.title, entry.start_sec, end, entry.segments, index)
+        return _entry_section(context, entries[index], index, named=kind == "chapters")
     return _range(context, from_, to)
+
+
+def _entry_section(context: VideoContext, entry: _Entry, index: int, *, named: bool) -> Section:
+    end = entry.end_sec
+    if end is None:
+        end = max([entry.start_sec, *(max(s.start_sec, s.end_sec) for s in entry.segments)])
+    return _section(context, entry.title, entry.start_sec, end, entry.segments, index, named=named)
 
 
 def _range(context: VideoContext, from_: str | float | None, to: str | float | None) -> Section:
@@ -257,12 +339,17 @@ def _section(
     end: float,
     segments: list[Segment],
     index: int | None,
+    *,
+    named: bool = False,
 ) -> Section:
     transcript = context.transcript
-    part = context
+    covered = _covered_chapters(context, start, end)
+    part = msgspec.structs.replace(
+        context, metadata=msgspec.structs.replace(context.metadata, chapters=covered)
+    )
     if transcript is not None:
         part = msgspec.structs.replace(
-            context, transcript=msgspec.structs.replace(transcript, segments=segments)
+            part, transcript=msgspec.structs.replace(transcript, segments=segments)
         )
     return Section(
         title=title,
@@ -270,8 +357,20 @@ def _section(
         end_sec=end,
         tokens=estimate_tokens(plain_text(segments)),
         index=index,
+        named=named,
         context=part,
     )
+
+
+def _covered_chapters(context: VideoContext, start: float, end: float) -> list[Chapter]:
+    """The chapters whose span overlaps ``start``..``end`` (one that only touches it does not),
+    each with its end written out, so a section's chapters keep the spans they had."""
+    covered = []
+    for span in chapter_spans(context):
+        span_end = span.end_sec if span.end_sec is not None else math.inf
+        if span.start_sec < end and span_end > start or span.start_sec == start:
+            covered.append(Chapter(title=span.title, start_sec=span.start_sec, end_sec=span.end_sec))
+    return covered
 
 
 def _find_entry(entries: Sequence[_Entry], chapter: str | int) -> int:
@@ -327,15 +426,19 @@ def _brief_titles(entries: Sequence[_Entry], shown: int = 8) -> str:
     return ", ".join(listed)
 
 
-def _next_step(kind: str, entries: Sequence[_Entry], total: int, *, has_transcript: bool) -> str:
+def _next_step(kind: str, tokens: Sequence[int], total: int, *, has_transcript: bool) -> str:
+    """One sentence on what to call next; a transcript that costs no more than two of its parts
+    is short enough to read whole, and the sentence says so first."""
     if not has_transcript:
         return "This video has no transcript; only its metadata is available."
     what = "one chapter" if kind == "chapters" else "one section of about five minutes"
-    last = len(entries) - 1
-    return (
-        f"Call get_section with chapter=<index 0-{last}> (or part of a title) to read {what}, "
-        f"or with from/to (m:ss) for any range; get_transcript reads all of it (about {total} tokens)."
+    by_part = (
+        f"get_section with chapter=<index 0-{len(tokens) - 1}> (or part of a title) reads {what}, "
+        "or with from/to (m:ss) any range"
     )
+    if total <= 2 * max(tokens, default=0):
+        return f"It is short: get_transcript reads all of it for about {total} tokens; {by_part}."
+    return f"Read what you need: {by_part}; get_transcript reads all of it (about {total} tokens)."
 
 
 def _entries(context: VideoContext, section_sec: float) -> tuple[Literal["chapters", "time"], list[_Entry]]:

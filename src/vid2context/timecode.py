@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 import re
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from .errors import ErrorCode, VidError
 
-__all__ = ["format_timestamp", "parse_time", "timestamp_url"]
+__all__ = ["SECONDS", "format_timestamp", "parse_time", "timestamp_pattern", "timestamp_url"]
 
 _MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer than any stream YouTube keeps
 _UNITS = re.compile(r"^(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m)?(?:(?P<s>\d+(?:\.\d+)?)s?)?$")
@@ -95,6 +95,10 @@ def format_timestamp(seconds: float) -> str:
     return f"{minutes}:{secs:02d}"
 
 
+SECONDS = "<seconds>"
+"""The placeholder a link pattern has for the whole seconds of a moment."""
+
+
 def timestamp_url(platform: str, native_id: str, url: str | None, seconds: float) -> str | None:
     """A link that opens the video at ``seconds``, or ``None`` where the platform has no such link.
 
@@ -102,11 +106,21 @@ def timestamp_url(platform: str, native_id: str, url: str | None, seconds: float
     fragment, which HTML5 players honour for direct media and which is harmless elsewhere. Local
     files and uploads have no shareable link.
     """
-    whole = max(0, int(seconds))
+    return _link(platform, native_id, url, str(max(0, int(seconds))))
+
+
+def timestamp_pattern(platform: str, native_id: str, url: str | None) -> str | None:
+    """The link of every moment at once, with ``SECONDS`` where the whole seconds go:
+    ``https://www.youtube.com/watch?v=<id>&t=<seconds>s``. A header states it once, so a
+    ``[m:ss]`` anywhere in a result can be linked without a URL on every line; ``None`` where
+    ``timestamp_url`` has no link."""
+    return _link(platform, native_id, url, SECONDS)
+
+
+def _link(platform: str, native_id: str, url: str | None, seconds: str) -> str | None:
     if platform == "youtube":
-        query = urlencode({"v": native_id, "t": f"{whole}s"})
-        return f"https://www.youtube.com/watch?{query}"
+        return f"https://www.youtube.com/watch?{urlencode({'v': native_id})}&t={seconds}s"
     if platform == "web" and url and url.startswith(("http://", "https://")):
         base = url.split("#", 1)[0]
-        return f"{base}#t={quote(str(whole))}"
+        return f"{base}#t={seconds}"
     return None

@@ -14,7 +14,7 @@ from litestar.params import QueryParameter
 
 from ..errors import ErrorCode, VidError
 from ..formats import RenderOptions, render_view
-from ..outline import ApiOutline, get_section, outline_for_api
+from ..outline import ApiOutline, get_section, outline_for_api, text_costs
 from ..pipeline import get_context
 from ..timecode import format_timestamp, parse_time
 from .middleware import request_ctx
@@ -48,14 +48,15 @@ async def outline(
     lang: LangQuery = None,
     refresh: RefreshQuery = None,
 ) -> ApiOutline:
-    """Chapters (or five-minute sections) with token counts, and the total."""
+    """Chapters (or five-minute sections) with token counts, and the total: what ``/section`` for
+    each and ``/transcript`` cost in ``text`` (header included)."""
     source = require_url(url)
     checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
     again = parse_bool("refresh", refresh)
     runtime = runtime_of(request)
     ctx = request_ctx(request, runtime)
     found = await get_context(runtime, source, mode=checked_mode, lang=checked_lang, refresh=again, ctx=ctx)
-    return outline_for_api(found)
+    return outline_for_api(found, costs=text_costs(checked_lang))
 
 
 def _given(value: str | None) -> str | None:
@@ -83,8 +84,8 @@ async def section(
 ) -> Response[str]:
     """One chapter (index or title) or time range, rendered by the chosen formatter.
 
-    In ``text`` the body follows the header and a ``Section "title": m:ss to m:ss, about N
-    tokens`` line, as ``vid2context get --chapter`` prints it.
+    In ``text`` the body follows the header and a ``Section "title": m:ss to m:ss`` line, as
+    ``vid2context get --chapter`` prints it.
     """
     source = require_url(url)
     start, end, chosen = _given(from_), _given(to), _given(chapter)
@@ -115,8 +116,8 @@ async def section(
             hint="Give from before to, e.g. from=1:30&to=4:00.",
         )
     formatter = parse_format(format)
-    options = RenderOptions(timestamps=parse_bool("timestamps", timestamps))
     checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
+    options = RenderOptions(timestamps=parse_bool("timestamps", timestamps), asked=checked_lang)
     runtime = runtime_of(request)
     found = await get_context(
         runtime, source, mode=checked_mode, lang=checked_lang, ctx=request_ctx(request, runtime)

@@ -144,8 +144,8 @@ async def transcript(
     """The transcript rendered by the chosen formatter, with its MIME type as ``Content-Type``."""
     source = require_url(url)
     formatter = parse_format(format)
-    options = RenderOptions(timestamps=parse_bool("timestamps", timestamps))
     checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
+    options = RenderOptions(timestamps=parse_bool("timestamps", timestamps), asked=checked_lang)
     if skip is not None and skip.strip().lower() not in _SKIP_OFF:
         raise VidError(
             ErrorCode.BAD_REQUEST,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..errors import ErrorCode, VidError
 from ..models import VideoContext
-from .base import FormatInfo, Formatter, RenderOptions, format_info
+from .base import FormatInfo, Formatter, Links, Part, RenderOptions, format_info
 from .header import context_header
 from .json import JsonFormatter
 from .markdown import MarkdownFormatter
@@ -21,11 +21,14 @@ __all__ = [
     "FORMATTERS",
     "FormatInfo",
     "Formatter",
+    "Links",
+    "Part",
     "RenderOptions",
     "context_header",
     "format_info",
     "format_infos",
     "get_formatter",
+    "header_of",
     "render",
     "render_many",
     "render_view",
@@ -68,16 +71,27 @@ def format_infos() -> list[FormatInfo]:
     return [format_info(formatter) for formatter in FORMATTERS.values()]
 
 
+def header_of(context: VideoContext, formatter: Formatter, options: RenderOptions) -> str:
+    """The header ``render_view`` starts with for ``formatter`` ("" for the formats without one):
+    the full header, or the lean one when ``options.part`` is set. Plain text gives the link
+    pattern once (its ``[m:ss]`` are bare); Markdown links every moment."""
+    if formatter.id not in ("text", "markdown"):
+        return ""
+    links: Links = "pattern" if formatter.id == "text" else "each"
+    return context_header(context, links=links, asked=options.asked, part=options.part)
+
+
 def render_view(
     context: VideoContext, formatter: Formatter, options: RenderOptions, section_line: str = ""
 ) -> str:
     """What a reader gets for one video: ``text`` carries the header (and a section's line) above
-    the body, so the agent always knows the source; other formats are the formatter's output.
+    the body, so the agent always knows the source; other formats are the formatter's output
+    (Markdown has the header in its own layout).
 
     The CLI, the REST API and the MCP tools all print through this, so they agree byte for byte.
     """
     body = formatter.render(context, options)
     if formatter.id == "text":
-        parts = [context_header(context).rstrip("\n"), section_line, body]
+        parts = [header_of(context, formatter, options), section_line, body]
         body = "\n\n".join(part for part in parts if part)
     return body if body.endswith("\n") else body + "\n"

@@ -7,13 +7,28 @@ locally and on the Worker.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import msgspec
 
 from ..models import VideoContext
 
-__all__ = ["FormatInfo", "Formatter", "RenderOptions", "format_info"]
+__all__ = ["FormatInfo", "Formatter", "Links", "Part", "RenderOptions", "format_info"]
+
+
+Links = Literal["each", "pattern"]
+"""How a result prints its moments: ``each`` as a link, or ``pattern``: bare ``[m:ss]`` with the
+link pattern stated once in the header."""
+
+
+class Part(msgspec.Struct, kw_only=True, frozen=True):
+    """What a result covers when it is not a first read (a later page, a section): its header is
+    then the lean one-line header, which says so."""
+
+    start_sec: float
+    end_sec: float
+    title: str | None = None
+    """The chapter's title when the result is one chapter."""
 
 
 class RenderOptions(msgspec.Struct, kw_only=True, frozen=True):
@@ -23,6 +38,10 @@ class RenderOptions(msgspec.Struct, kw_only=True, frozen=True):
     """Prefix each line with ``[m:ss]`` where the format has lines (``text``)."""
     max_tokens: int | None = None
     """Token budget for the whole result (``pack``); ``None`` means no limit."""
+    asked: str | None = None
+    """The language the caller asked for: the header names the track only when it differs."""
+    part: Part | None = None
+    """Set for a result that is not a first read: the header is the lean one for this part."""
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..models import Segment, VideoContext
-from ..timecode import format_timestamp, timestamp_url
+from ..timecode import format_timestamp, timestamp_pattern, timestamp_url
 from ..tokens import estimate_tokens
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "duration_of",
     "ends_sentence",
     "link_at",
+    "link_pattern",
     "md_link_text",
     "md_text",
     "one_line",
@@ -146,6 +147,12 @@ def link_at(context: VideoContext, seconds: float) -> str | None:
     """A link that opens the video at ``seconds``, where the platform has one."""
     meta = context.metadata
     return timestamp_url(meta.platform, _native_id(context), meta.url, seconds)
+
+
+def link_pattern(context: VideoContext) -> str | None:
+    """Every moment's link at once (``...&t=<seconds>s``), where the platform has links."""
+    meta = context.metadata
+    return timestamp_pattern(meta.platform, _native_id(context), meta.url)
 
 
 def cite(context: VideoContext, seconds: float) -> str:

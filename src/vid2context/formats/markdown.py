@@ -75,7 +75,7 @@ class MarkdownFormatter:
     combines_videos = False
 
     def render(self, context: VideoContext, options: RenderOptions) -> str:
-        blocks = [context_header(context)]
+        blocks = [context_header(context, asked=options.asked, part=options.part)]
         if not plain_text(segments_of(context)):
             blocks.append(NO_TRANSCRIPT)
         else:

@@ -8,6 +8,10 @@ copied from the unpaged result, so:
 - every page reads on its own (a subtitle page is a valid file, a Markdown page has its header);
 - the first page plus every later page without its preamble is exactly the unpaged result.
 
+A *lean* page (any page asked for with a cursor, and every page of a section: none of them is a
+first read) has the lean one-line header in its preamble instead of the full one, saying which
+part of the video the page covers (``page_span``); the rest of the preamble is the same.
+
 A unit is what the format prints for a run of segments and never splits: a cue (``srt``,
 ``vtt``), a ``[m:ss]`` line (``text`` with timestamps), a paragraph (``text``), a paragraph with
 any chapter headings before it (``markdown``). Where the units cannot be found (a format added
@@ -18,7 +22,8 @@ pages add up to the whole.
 Cursors are ``seg:N``, the index of the first segment of the next page; a cursor inside a unit
 starts at that unit, so no text is ever skipped. Every page's closing marker names the exact call
 for the next page and states the page's size as ``estimate_tokens`` measures the whole result
-(``fit_reply``), so an agent can trust it when it budgets its context.
+(``fit_reply``), so an agent can trust it when it budgets its context; it states no other figure
+(the outline says what each section and the whole transcript cost to read, page by page).
 
 Pages are cut when the caller gives ``maxTokens`` and, without it, at the server's page size
 (``VID2CONTEXT_MCP_MAX_TOKENS``, ``page_size``): clients cap a tool result (Claude Code at 25,000
@@ -36,7 +41,7 @@ from dataclasses import dataclass
 import msgspec
 
 from ..errors import ErrorCode, VidError
-from ..formats import Formatter, RenderOptions, context_header, render_view
+from ..formats import Formatter, Part, RenderOptions, header_of, render_view
 from ..formats.blocks import (
     chapter_spans,
     clean_text,
@@ -45,12 +50,10 @@ from ..formats.blocks import (
     plain_text,
     segments_of,
     split_by_starts,
-    transcript_tokens,
 )
 from ..models import Segment, VideoContext
 from ..runtime import Runtime
 from ..timecode import format_timestamp
-from ..tokens import estimate_tokens
 from .results import TextReply
 
 __all__ = [
@@ -58,12 +61,13 @@ __all__ = [
     "Page",
     "Pager",
     "call_text",
+    "fit_page",
     "fit_reply",
     "next_call",
     "next_cursor",
     "page_marker",
     "page_size",
-    "page_tokens",
+    "page_span",
     "pager_for",
     "parse_cursor",
 ]
@@ -102,12 +106,23 @@ class Page:
 
 
 class Pager:
-    """Pages of one rendering: ``len(starts)`` units, unit ``i`` starting at segment ``starts[i]``."""
+    """Pages of one rendering: ``len(starts)`` units, unit ``i`` starting at segment ``starts[i]``.
 
-    def __init__(self, starts: list[int], segment_count: int, render: Callable[[int, int], str]) -> None:
+    ``render(first, last)`` is units ``first`` to ``last - 1`` after the preamble; ``lean``, when
+    given, the same after the lean preamble (a page that is not a first read).
+    """
+
+    def __init__(
+        self,
+        starts: list[int],
+        segment_count: int,
+        render: Callable[[int, int], str],
+        lean: Callable[[int, int], str] | None = None,
+    ) -> None:
         self.starts = starts
         self.segment_count = segment_count
         self._render = render
+        self._lean = lean or render
 
     @property
     def units(self) -> int:
@@ -120,23 +135,24 @@ class Pager:
     def end_seg(self, last: int) -> int:
         return self.starts[last] if last < len(self.starts) else self.segment_count
 
-    def page(self, first: int, last: int) -> Page:
+    def page(self, first: int, last: int, *, lean: bool = False) -> Page:
         """Units ``first`` to ``last - 1``."""
+        render = self._lean if lean else self._render
         if not self.starts:
-            return Page(self._render(0, 0), 0, self.segment_count)
-        return Page(self._render(first, last), self.starts[first], self.end_seg(last))
+            return Page(render(0, 0), 0, self.segment_count)
+        return Page(render(first, last), self.starts[first], self.end_seg(last))
 
-    def fit(self, first: int, fits: Callable[[Page], bool]) -> Page:
+    def fit(self, first: int, fits: Callable[[Page], bool], *, lean: bool = False) -> Page:
         """The longest page from unit ``first`` that ``fits``; at least one unit, so paging always moves."""
         if not self.starts:
-            return self.page(0, 0)
+            return self.page(0, 0, lean=lean)
         low, high = first + 1, len(self.starts)
-        if fits(candidate := self.page(first, high)):
+        if fits(candidate := self.page(first, high, lean=lean)):
             return candidate
-        best = self.page(first, low)
+        best = self.page(first, low, lean=lean)
         while low < high:
             middle = (low + high + 1) // 2
-            candidate = self.page(first, middle)
+            candidate = self.page(first, middle, lean=lean)
             if fits(candidate):
                 low, best = middle, candidate
             else:
@@ -170,18 +186,36 @@ def next_call(tool: str, args: dict[str, object], cursor: str) -> str:
 
 
 def fit_reply(
-    pager: Pager, first: int, size: int | None, reply_for: Callable[[Page, int], TextReply]
+    pager: Pager,
+    first: int,
+    size: int | None,
+    reply_for: Callable[[Page, int], TextReply],
+    *,
+    lean: bool = False,
 ) -> TextReply:
     """The reply for the longest page from unit ``first`` whose whole reply (fences, our lines,
     the marker) fits ``size`` tokens, or for the rest when ``size`` is ``None``.
 
     ``reply_for(page, stated)`` builds the reply whose marker says it is about ``stated`` tokens;
     the reply returned states its own estimate (to within a token: the figure is part of it).
+    ``lean``: the page is not a first read (``Pager``).
     """
+    return fit_page(pager, first, size, reply_for, lean=lean)[0]
+
+
+def fit_page(
+    pager: Pager,
+    first: int,
+    size: int | None,
+    reply_for: Callable[[Page, int], TextReply],
+    *,
+    lean: bool = False,
+) -> tuple[TextReply, Page]:
+    """``fit_reply``, and the page it holds (whose ``end_seg`` is where the next one starts)."""
     if size is None:
-        page = pager.page(first, pager.units)
+        page = pager.page(first, pager.units, lean=lean)
     else:  # a figure of as many digits as the size: no stated figure can make a fitting page longer
-        page = pager.fit(first, lambda candidate: reply_for(candidate, size).tokens() <= size)
+        page = pager.fit(first, lambda candidate: reply_for(candidate, size).tokens() <= size, lean=lean)
     stated = 0
     reply = reply_for(page, stated)
     for _ in range(4):
@@ -190,28 +224,76 @@ def fit_reply(
             break
         stated = actual
         reply = reply_for(page, stated)
-    return reply
+    return reply, page
+
+
+def page_span(
+    context: VideoContext,
+    first_seg: int,
+    end_seg: int,
+    *,
+    start_sec: float | None = None,
+    end_sec: float | None = None,
+) -> tuple[float, float]:
+    """Where a page of segments ``first_seg`` to ``end_seg - 1`` starts and stops in the video: its
+    first segment's start (on the first page of a section starting at ``start_sec``, the earlier
+    of the two), and the next page's first start (on the last page ``end_sec``, where a section
+    ends, else the end of the video). The marker and the lean header both say it."""
+    segments = segments_of(context)
+    count = len(segments)
+    start = segments[first_seg].start_sec if first_seg < count else (start_sec or 0.0)
+    if first_seg == 0 and start_sec is not None:
+        start = min(start, start_sec)
+    if end_seg < count:
+        return start, segments[end_seg].start_sec
+    if end_sec is not None:
+        return start, end_sec
+    ends = [max(s.start_sec, s.end_sec) for s in segments[first_seg:]]
+    return start, max([duration_of(context) or 0.0, *ends])
 
 
 def pager_for(
-    context: VideoContext, formatter: Formatter, options: RenderOptions, section_line: str = ""
+    context: VideoContext,
+    formatter: Formatter,
+    options: RenderOptions,
+    section_line: str = "",
+    *,
+    part: Callable[[int, int], Part] | None = None,
 ) -> Pager:
-    """The pager of ``render_view(context, formatter, options, section_line)``."""
+    """The pager of ``render_view(context, formatter, options, section_line)``.
+
+    ``part(first_seg, end_seg)`` says what a lean page covers; without it a lean page is the same
+    as any other.
+    """
     segments = segments_of(context)
-    whole = render_view(context, formatter, options, section_line)
-    found = _units(context, formatter, options, segments, whole, section_line)
-    if found is not None:
-        starts, offsets = found
-        preamble = whole[: offsets[0]] if offsets else whole
+    full = msgspec.structs.replace(options, part=None)
+    whole = render_view(context, formatter, full, section_line)
 
-        def render(first: int, last: int) -> str:
-            if not offsets:
-                return whole
-            end = offsets[last] if last < len(offsets) else len(whole)
-            return preamble + whole[offsets[first] : end]
+    def lean_options(first_seg: int, end_seg: int) -> RenderOptions:
+        return full if part is None else msgspec.structs.replace(full, part=part(first_seg, end_seg))
 
-        return Pager(starts, len(segments), render)
-    return _per_segment(context, formatter, options, segments, section_line)
+    found = _units(context, formatter, full, segments, whole, section_line)
+    if found is None:
+        return _per_segment(context, formatter, full, segments, section_line, lean_options)
+    starts, offsets = found
+    preamble = whole[: offsets[0]] if offsets else whole
+    head = header_of(context, formatter, full)
+
+    def render(first: int, last: int, lead: str = preamble) -> str:
+        if not offsets:
+            return lead
+        end = offsets[last] if last < len(offsets) else len(whole)
+        return lead + whole[offsets[first] : end]
+
+    def lean(first: int, last: int) -> str:
+        first_seg = starts[first] if starts else 0
+        end_seg = starts[last] if last < len(starts) else len(segments)
+        chosen = lean_options(first_seg, end_seg)
+        if not offsets or not whole.startswith(head):  # no words: the lean rendering of it all
+            return render_view(context, formatter, chosen, section_line)
+        return render(first, last, header_of(context, formatter, chosen) + preamble[len(head) :])
+
+    return Pager(starts, len(segments), render, lean if part is not None else None)
 
 
 def _per_segment(
@@ -220,20 +302,24 @@ def _per_segment(
     options: RenderOptions,
     segments: list[Segment],
     section_line: str,
+    lean_options: Callable[[int, int], RenderOptions],
 ) -> Pager:
     """One unit per segment, each page rendered by the formatter from the page's segments."""
     transcript = context.transcript
 
-    def render(first: int, last: int) -> str:
+    def render(first: int, last: int, chosen: RenderOptions = options) -> str:
         if transcript is None or not segments:
-            return render_view(context, formatter, options, section_line)
+            return render_view(context, formatter, chosen, section_line)
         part = msgspec.structs.replace(
             context,
             transcript=msgspec.structs.replace(transcript, segments=segments[first:last]),
         )
-        return render_view(part, formatter, options, section_line)
+        return render_view(part, formatter, chosen, section_line)
 
-    return Pager(list(range(len(segments))), len(segments), render)
+    def lean(first: int, last: int) -> str:
+        return render(first, last, lean_options(first, last))
+
+    return Pager(list(range(len(segments))), len(segments), render, lean)
 
 
 # --- finding the units in the unpaged result -----------------------------------------------------------
@@ -252,7 +338,7 @@ def _units(
     if not worded:
         return [], []
     # text: the header, a blank line, then (for a section) its line and a blank line (render_view)
-    header = len(context_header(context)) + 2 + (len(section_line) + 2 if section_line else 0)
+    header = len(header_of(context, formatter, options)) + 2 + (len(section_line) + 2 if section_line else 0)
     try:
         if formatter.id in ("srt", "vtt"):
             return _locate(_blocks_after(whole, 1 if formatter.id == "vtt" else 0), worded)
@@ -372,35 +458,23 @@ def page_marker(
     stated: int,
     next_page: str,
     noun: str = "transcript",
+    start_sec: float | None = None,
     end_sec: float | None = None,
 ) -> str:
     """``[End of transcript: ...]`` or ``[Partial transcript: ...; next page: <call>; next_cursor: seg:N]``.
 
     ``stated`` is the size of the whole result, ``next_page`` the call for the next page (with
-    ``next_cursor(page)`` in it) and ``end_sec`` where a section ends. The speech figures are the
-    page's words and the whole transcript's (or section's), as get_outline counts them.
+    ``next_cursor(page)`` in it), ``start_sec`` and ``end_sec`` where a section starts and ends.
     """
-    segments = segments_of(context)
-    count = len(segments)
+    count = len(segments_of(context))
     duration = duration_of(context)
     if count == 0:
         return f"[End of {noun}: it has no segments; about {stated} tokens in this result]"
-    start = segments[page.first_seg].start_sec if page.first_seg < count else 0.0
-    if page.end_seg < count:
-        until = segments[page.end_seg].start_sec
-    elif end_sec is not None:
-        until = end_sec
-    else:
-        until = max([duration or 0.0, *(max(s.start_sec, s.end_sec) for s in segments[page.first_seg :])])
+    start, until = page_span(context, page.first_seg, page.end_seg, start_sec=start_sec, end_sec=end_sec)
     span = f"{format_timestamp(start)} to {format_timestamp(until)}"
     if duration:
         span += f" of {format_timestamp(duration)}"
-    speech = page_tokens(context, page)
-    total = transcript_tokens(context)
-    where = (
-        f"segments {page.first_seg}-{page.end_seg - 1} of {count}, {span}; about {stated} tokens in this "
-        f"result (speech: {speech} of the {noun}'s {total})"
-    )
+    where = f"segments {page.first_seg}-{page.end_seg - 1} of {count}, {span}; about {stated} tokens in this result"
     if page.end_seg >= count:
         return f"[End of {noun}: {where}]"
     return f"[Partial {noun}: {where}; next page: {next_page}; next_cursor: {next_cursor(page)}]"
@@ -408,7 +482,3 @@ def page_marker(
 
 def next_cursor(page: Page) -> str:
     return f"seg:{page.end_seg}"
-
-
-def page_tokens(context: VideoContext, page: Page) -> int:
-    return estimate_tokens(plain_text(segments_of(context)[page.first_seg : page.end_seg]))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-import msgspec
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
@@ -78,7 +77,7 @@ def register(server: MCPServer, deps: Deps) -> None:
             context = await library.get_video(runtime, id)
         except VidError as error:
             raise _failure(error) from None
-        return msgspec.json.format(msgspec.json.encode(context), indent=2).decode() + "\n"
+        return json_text(context) + "\n"
 
     @server.resource(
         "vid2context://video/{id}/transcript",

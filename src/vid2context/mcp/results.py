@@ -4,7 +4,7 @@ Tools return a ``Reply``; it becomes the MCP ``CallToolResult`` only when it is 
 kept by a long run (``runs.py``) and sent again gets fresh fence ids each time.
 
 - ``TextReply``: our own lines and fenced video text, joined into one text block.
-- ``JsonReply``: an object as pretty-printed JSON text, and as ``structuredContent`` for the tools
+- ``JsonReply``: an object as compact JSON text, and as ``structuredContent`` for the tools
   the contract marks structured. When the object holds text from a video (titles, descriptions,
   comments) the JSON block sits between two fence blocks, so the JSON block still parses alone.
 - ``ErrorReply``: ``isError`` with the contract's body ``{"error", "message", "hint", "attempts"}``.
@@ -43,8 +43,9 @@ _ENCODER = msgspec.json.Encoder()
 
 
 def json_text(data: Any) -> str:
-    """``data`` (Structs, dicts, lists) as pretty-printed JSON, camelCase as on the REST API."""
-    return msgspec.json.format(_ENCODER.encode(data), indent=2).decode()
+    """``data`` (Structs, dicts, lists) as compact JSON, camelCase as on the REST API: an agent
+    pays for every character, and indentation was a third of an outline's."""
+    return _ENCODER.encode(data).decode()
 
 
 def _text(text: str) -> TextContent:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from mcp.server.mcpserver import Context
@@ -18,12 +19,16 @@ from ..toolkit import Deps, caller, progress_sender
 __all__ = [
     "MAX_BUDGET",
     "MIN_BUDGET",
+    "STALE_DAYS",
+    "about",
     "check_budget",
     "check_language",
     "check_mode",
+    "describe_costs",
     "describe_paging",
     "layers_line",
     "long_call",
+    "notes",
 ]
 
 
@@ -93,6 +98,37 @@ def layers_line(context: VideoContext) -> str:
     return "Layers: " + "; ".join(_attempt(attempt) for attempt in context.attempts)
 
 
+STALE_DAYS = 30
+"""A saved copy older than this many days is worth a line: titles, chapters and captions change."""
+
+
+def _fetched(context: VideoContext) -> datetime | None:
+    try:
+        when = datetime.fromisoformat((context.fetched_at or "").replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def notes(context: VideoContext, now: datetime | None = None) -> list[str]:
+    """Our lines after a transcript's fence, only when they tell the agent something: what ran,
+    when a rung failed or was skipped on the way (the words came by another rung than the first),
+    and a saved copy older than ``STALE_DAYS``. A fetch where every rung worked, and a recent saved
+    copy, say nothing: the header already names the rung that made the words."""
+    attempts = context.attempts
+    if any(attempt.outcome != "ok" for attempt in attempts):
+        return [layers_line(context)]
+    fetched = _fetched(context)
+    if attempts and all(attempt.stage == "cache" for attempt in attempts) and fetched is not None:
+        age = ((now or datetime.now(UTC)) - fetched).days
+        if age > STALE_DAYS:
+            return [
+                f"Library: a saved copy from {fetched.date().isoformat()} ({age} days old); the video's "
+                "title, chapters or captions may have changed since."
+            ]
+    return []
+
+
 def describe_paging(fn: Callable[..., Any], size: int, whole: str, *, by_max_tokens: bool = True) -> None:
     """Put this server's page size (``VID2CONTEXT_MCP_MAX_TOKENS``) where ``fn``'s docstring says
     ``{paging}``: the agent plans its reading from the figure it will get. ``by_max_tokens``: the
@@ -106,3 +142,20 @@ def describe_paging(fn: Callable[..., Any], size: int, whole: str, *, by_max_tok
     else:
         note = f"This server does not page: without maxTokens {whole} comes in one result."
     fn.__doc__ = (fn.__doc__ or "").replace("{paging}", note)
+
+
+def about(tokens: int) -> str:
+    """A stated cost as a description writes it: ``14k``, ``1.2k``, ``270``."""
+    if tokens >= 10_000:
+        return f"{round(tokens / 1000)}k"
+    if tokens >= 1000:
+        return f"{tokens / 1000:.1f}k".replace(".0k", "k")
+    return str(tokens)
+
+
+def describe_costs(fn: Callable[..., Any], figures: dict[str, int]) -> None:
+    """Put each measured figure where ``fn``'s docstring names it (``{per_hour}``)."""
+    text = fn.__doc__ or ""
+    for name, tokens in figures.items():
+        text = text.replace("{" + name + "}", about(tokens))
+    fn.__doc__ = text

@@ -1,42 +1,57 @@
 """Reading one video: transcript (paged), metadata, formats, outline, one section, caption tracks.
 
-These are the tools an agent spends most of its tokens through, so each says what it costs: speech
-is about 12k tokens an hour, an outline about 1k. Every one that reads a video goes through a
-long run (``runs.py``), saves the video to the library (the pipeline does), and fences the text
-that came from the video.
+These are the tools an agent spends most of its tokens through, so each says what it costs, in
+figures measured on what it returns (``STATED_COSTS``), and the outline states what reading each
+section and the whole transcript costs for that very video (``reading_costs``). Text results
+carry [m:ss] by default, with the link pattern in the header, so every moment can be cited. Every
+one that reads a video goes through a long run (``runs.py``), saves the video to the library (the
+pipeline does), and fences the text that came from the video.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from mcp.server.mcpserver import Context
 
 from ...api.catalog import FormatsResponse
 from ...errors import ErrorCode, VidError
-from ...formats import Formatter, RenderOptions, format_infos, get_formatter, render_view
+from ...formats import FORMATTERS, Formatter, RenderOptions, format_infos, get_formatter
 from ...inputs import is_list
 from ...models import Attempt, Base, CaptionTrack, VideoContext
-from ...outline import Outline, get_section, outline
+from ...outline import Costs, Outline, Section, get_section, outline
 from ...pipeline import get_context, get_metadata, resolve, run_rung
-from ...timecode import format_timestamp
-from ..paging import (
-    Page,
-    fit_reply,
-    next_call,
-    next_cursor,
-    page_marker,
-    page_size,
-    pager_for,
-    parse_cursor,
-)
+from ...runtime import Runtime
+from ..paging import page_size, parse_cursor
 from ..params import Chapter, Cursor, Format, From, Language, MaxTokens, Mode, Timestamps, To, Url
-from ..results import JsonReply, Reply, TextReply, Untrusted, output_schema
+from ..reading import Reading
+from ..results import JsonReply, Reply, output_schema
 from ..runs import Run
 from ..toolkit import ContractTool, Deps, define
-from .common import check_budget, check_language, check_mode, describe_paging, layers_line, long_call
+from .common import (
+    check_budget,
+    check_language,
+    check_mode,
+    describe_costs,
+    describe_paging,
+    long_call,
+    notes,
+)
 
-__all__ = ["CaptionLanguages", "tools", "transcript_page"]
+__all__ = ["STATED_COSTS", "CaptionLanguages", "reading_costs", "tools"]
+
+STATED_COSTS: dict[str, int] = {
+    "per_hour": 14_000,
+    "per_hour_plain": 12_000,
+    "outline_base": 200,
+    "outline_per_chapter": 40,
+    "section_per_5min": 1_200,
+    "section_base": 100,
+    "metadata": 650,
+    "formats": 270,
+    "per_track": 20,
+}
+"""The token costs the descriptions state, measured on the recorded fixtures and the generated
+talks (``tests/talks.py``, speech at 150 words a minute): ``tests/test_mcp_costs.py`` measures
+them again, so a description cannot drift from what the tools return."""
 
 
 class CaptionLanguages(Base, kw_only=True):
@@ -56,45 +71,31 @@ def _formatter(format_id: str, *, single: bool) -> Formatter:
     return formatter
 
 
-def transcript_page(
-    context: VideoContext,
-    formatter: Formatter,
-    options: RenderOptions,
-    size: int | None,
-    cursor: str | None,
-    *,
-    call: tuple[str, dict[str, object]],
-    noun: str = "transcript",
-    lines: Sequence[str] = (),
-    section_line: str = "",
-    end_sec: float | None = None,
-) -> TextReply:
-    """One page of at most ``size`` tokens (``None``: the rest): fenced content, ``lines`` (the
-    layers line), and the closing marker with the ``call`` (tool, arguments) for the next page."""
-    pager = pager_for(context, formatter, options, section_line)
-    first = pager.unit_at(parse_cursor(cursor, pager.segment_count)) if pager.units else 0
-    tool, args = call
-
-    def reply_for(page: Page, stated: int) -> TextReply:
-        marker = page_marker(
-            context,
-            page,
-            stated=stated,
-            next_page=next_call(tool, args, next_cursor(page)),
-            noun=noun,
-            end_sec=end_sec,
-        )
-        return TextReply([Untrusted(noun, page.content), *lines, marker])
-
-    return fit_reply(pager, first, size, reply_for)
-
-
 def _given(**values: object) -> dict[str, object]:
     """The arguments a call gave, by their contract names, leaving out those at their defaults."""
-    defaults = {"format": "text", "timestamps": False, "mode": "auto"}
+    defaults = {"format": "text", "timestamps": True, "mode": "auto"}
     return {
         name: value for name, value in values.items() if value is not None and defaults.get(name) != value
     }
+
+
+def reading_costs(runtime: Runtime, context: VideoContext, url: str, *, mode: str, lang: str | None) -> Costs:
+    """What ``get_section(chapter=i)`` and ``get_transcript`` cost with their defaults (text with
+    [m:ss] lines, the server's page size), every page as sent: the figures an outline states."""
+    size = page_size(runtime, None)
+    options = RenderOptions(timestamps=True, asked=lang)
+    lines = notes(context)
+    text = FORMATTERS["text"]
+    same = _given(mode=mode, language=lang)
+
+    def section(part: Section) -> int:
+        call = ("get_section", {"url": url, "chapter": part.index, **same})
+        return Reading(part.context, text, options, size, call, lines, section=part).cost()
+
+    def whole(video: VideoContext) -> int:
+        return Reading(video, text, options, size, ("get_transcript", {"url": url, **same}), lines).cost()
+
+    return Costs(section=section, whole=whole)
 
 
 def tools(deps: Deps) -> list[ContractTool]:
@@ -104,28 +105,28 @@ def tools(deps: Deps) -> list[ContractTool]:
         ctx: Context,
         url: Url,
         format: Format = "text",
-        timestamps: Timestamps = False,
+        timestamps: Timestamps = True,
         mode: Mode = "auto",
         language: Language = None,
         max_tokens: MaxTokens = None,
         cursor: Cursor = None,
     ) -> Reply:
-        """The transcript of a video, with the source header (title, channel, URL, duration, where
-        the words came from, chapters with [m:ss] links) in text format.
+        """The transcript of a video. Text format: one [m:ss] line per segment (timestamps=false:
+        paragraphs) under the source header, which gives the link for any moment once (put the
+        seconds in its <seconds>).
 
-        Use it when you need the words themselves. It costs about 12k tokens per hour of speech
-        (get_outline gives the exact count first, for about 1k tokens): for a long video read
-        get_outline, then get_section for the parts you need. A transcript longer than the page
-        size comes in pages cut between segments, each complete on its own and ending with
-        [Partial transcript: ...; next page: get_transcript {...}; next_cursor: seg:N]: make that
-        call (the same arguments plus cursor="seg:N") for the next page. The last page ends with
-        [End of transcript: ...]. {paging}
+        Costs about {per_hour} tokens per hour of speech ({per_hour_plain} without timestamps): for a video
+        longer than a few minutes call get_outline first (it states what this and each chapter
+        cost), then get_section for the parts you need. A result longer than the page size comes
+        in pages cut between segments, ending with [Partial transcript: ...; next page:
+        get_transcript {...}; next_cursor: seg:N]: make that call for the next page, which starts
+        with a one-line header. The last ends with [End of transcript: ...]. {paging}
         """
         formatter = _formatter(format, single=True)
         checked_mode, lang, budget = check_mode(mode), check_language(language), check_budget(max_tokens)
         if cursor is not None:
             parse_cursor(cursor, 1 << 40)  # only the form, before any fetch
-        options = RenderOptions(timestamps=timestamps)
+        options = RenderOptions(timestamps=timestamps, asked=lang)
         args = {
             "url": url,
             "format": formatter.id,
@@ -135,7 +136,6 @@ def tools(deps: Deps) -> list[ContractTool]:
             "maxTokens": budget,
             "cursor": cursor,
         }
-
         given = _given(
             url=url,
             format=formatter.id,
@@ -148,22 +148,16 @@ def tools(deps: Deps) -> list[ContractTool]:
 
         async def work(run: Run) -> Reply:
             context = await get_context(runtime, url, mode=checked_mode, lang=lang, ctx=run.ctx())
-            return transcript_page(
-                context,
-                formatter,
-                options,
-                size,
-                cursor,
-                call=("get_transcript", given),
-                lines=[layers_line(context)],
-            )
+            reading = Reading(context, formatter, options, size, ("get_transcript", given), notes(context))
+            return reading.page(cursor)[0]
 
         return await long_call(deps, ctx, "get_transcript", args, work)
 
     async def get_metadata_tool(ctx: Context, url: Url) -> Reply:
         """A video's metadata as JSON: title, channel, duration, publication date, description,
         tags, chapters, thumbnails. No captions or audio are fetched; a saved video answers from
-        the library. Costs a few hundred tokens (more with a long description)."""
+        the library. Costs about {metadata} tokens for a typical video (ten chapters, fifteen tags),
+        more with a long description."""
 
         async def work(run: Run) -> Reply:
             metadata = await get_metadata(runtime, url, ctx=run.ctx())
@@ -176,23 +170,22 @@ def tools(deps: Deps) -> list[ContractTool]:
     async def list_formats() -> Reply:
         """The output formats this server renders (id, description, MIME type, file extension,
         whether it combines several videos), as get_transcript, get_section and the REST API take
-        them. Costs about 300 tokens."""
+        them. Costs about {formats} tokens."""
         return JsonReply(FormatsResponse(formats=format_infos()), structured=True)
 
     async def get_outline(ctx: Context, url: Url, mode: Mode = "auto", language: Language = None) -> Reply:
-        """Start here for any video longer than a few minutes: its chapters (or, without chapters,
-        sections of about five minutes), each with its index, start [m:ss], timestamp link and token
-        count, the total token count of the transcript, the metadata and what to call next.
-
-        Costs about 300 tokens plus about 70 per chapter or section (about 1.2k for a two-hour talk
-        with 12 chapters), whatever the length of the speech; then read only what you need
-        with get_section (chapter=<index> or from/to).
+        """Start here for any video longer than a few minutes: its chapters (or sections of about
+        five minutes), each with its index, start [m:ss], link and what get_section costs for it
+        in tokens; what all of get_transcript costs (totalTokens); a metadata summary; what to
+        call next. Costs about {outline_base} tokens plus about {outline_per_chapter} per chapter, whatever the length of
+        the speech.
         """
         checked_mode, lang = check_mode(mode), check_language(language)
 
         async def work(run: Run) -> Reply:
             context = await get_context(runtime, url, mode=checked_mode, lang=lang, ctx=run.ctx())
-            return JsonReply(outline(context), structured=True, untrusted="outline")
+            costs = reading_costs(runtime, context, url, mode=checked_mode, lang=lang)
+            return JsonReply(outline(context, costs=costs), structured=True, untrusted="outline")
 
         return await long_call(
             deps, ctx, "get_outline", {"url": url, "mode": checked_mode, "language": lang}, work
@@ -205,27 +198,27 @@ def tools(deps: Deps) -> list[ContractTool]:
         to: To = None,
         chapter: Chapter = None,
         format: Format = "text",
-        timestamps: Timestamps = False,
+        timestamps: Timestamps = True,
         mode: Mode = "auto",
         language: Language = None,
         max_tokens: MaxTokens = None,
         cursor: Cursor = None,
     ) -> Reply:
-        """One part of a transcript: a chapter or time section (chapter=<index from get_outline> or
-        part of its title) or any time range (from and/or to: 90, 1:30, 1:02:05 or 1h2m5s).
+        """One part of a transcript: a chapter (chapter=<index from get_outline> or part of its title)
+        or any time range (from and/or to: 90, 1:30, 1:02:05 or 1h2m5s). Text format: one [m:ss]
+        line per segment (timestamps=false: paragraphs) under a one-line header with the part
+        covered and the link for any moment.
 
-        In text format it has the source header and a line 'Section "title": m:ss to m:ss, about N
-        tokens'. Costs what the section holds: about 1k tokens per five minutes of speech (the
-        outline lists each chapter's count). A section longer than the page size comes in pages as
-        get_transcript's do, ending with [Partial section: ...; next page: get_section {...};
-        next_cursor: seg:N] (segments counted within the section) and, on the last page, [End of
-        section: ...]. {paging}
+        Costs what get_outline states: about {section_per_5min} tokens per five minutes of speech plus {section_base}.
+        A section longer than the page size comes in pages as get_transcript's do ([Partial
+        section: ...; next page: get_section {...}; next_cursor: seg:N], segments counted within
+        the section); the last page ends with [End of section: ...]. {paging}
         """
         formatter = _formatter(format, single=False)
         checked_mode, lang, budget = check_mode(mode), check_language(language), check_budget(max_tokens)
         if cursor is not None:
             parse_cursor(cursor, 1 << 40)  # only the form, before any fetch
-        options = RenderOptions(timestamps=timestamps)
+        options = RenderOptions(timestamps=timestamps, asked=lang)
         if chapter is None and from_ is None and to is None:
             raise VidError(
                 ErrorCode.BAD_REQUEST,
@@ -255,30 +248,11 @@ def tools(deps: Deps) -> list[ContractTool]:
         async def work(run: Run) -> Reply:
             context = await get_context(runtime, url, mode=checked_mode, lang=lang, ctx=run.ctx())
             section = get_section(context, chapter=chapter, from_=from_, to=to)
-            section_line = section.section_line()
-            where = f"index {section.index}, " if section.index is not None else ""
-            lines = [
-                f"Section ({where}{format_timestamp(section.start_sec)} to "
-                f"{format_timestamp(section.end_sec)}): about {section.tokens} tokens.",
-                layers_line(context),
-            ]
-            if cursor is None:  # the whole section, as it always came, when it fits
-                text = render_view(section.context, formatter, options, section_line)
-                whole = TextReply([Untrusted("section", text), *lines])
-                if size is None or whole.tokens() <= size:
-                    return whole
-            return transcript_page(
-                section.context,
-                formatter,
-                options,
-                size,
-                cursor,
-                call=("get_section", given),
-                noun="section",
-                lines=lines,
-                section_line=section_line,
-                end_sec=section.end_sec,
+            call = ("get_section", given)
+            reading = Reading(
+                section.context, formatter, options, size, call, notes(context), section=section
             )
+            return reading.page(cursor)[0]
 
         return await long_call(deps, ctx, "get_section", args, work)
 
@@ -289,7 +263,7 @@ def tools(deps: Deps) -> list[ContractTool]:
     async def list_caption_languages(ctx: Context, url: Url) -> Reply:
         """The caption tracks the platform offers for a video: language, name, manual or automatic,
         and whether the platform can translate it. Pass one track's language as language= to
-        get_transcript. Costs about 50 tokens per track."""
+        get_transcript. Costs about {per_track} tokens per track."""
 
         async def work(run: Run) -> Reply:
             ref = resolve(runtime, url)
@@ -322,6 +296,15 @@ def tools(deps: Deps) -> list[ContractTool]:
 
         return await long_call(deps, ctx, "list_caption_languages", {"url": url}, work)
 
+    for fn in (
+        get_transcript,
+        get_metadata_tool,
+        list_formats,
+        get_outline,
+        get_section_tool,
+        list_caption_languages,
+    ):
+        describe_costs(fn, STATED_COSTS)
     return [
         define(get_transcript, title="Read a transcript", read_only=True, open_world=True, idempotent=True),
         define(
