@@ -25,6 +25,7 @@ from mcp.client import Client
 
 from vid2context.mcp import create_mcp
 from vid2context.mcp.fences import unfence
+from vid2context.mcp.prompts import READING
 from vid2context.mcp.server import INSTRUCTIONS
 from vid2context.mcp.tools.common import STALE_DAYS, about, notes
 from vid2context.mcp.tools.transcripts import STATED_COSTS
@@ -206,7 +207,7 @@ _ABOUT = re.compile(
 async def test_every_cost_a_reading_tool_states_is_a_measured_one(client: Client) -> None:
     stated = {about(tokens) for tokens in STATED_COSTS.values()}
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    texts = [tools[name].description or "" for name in READING_TOOLS] + [INSTRUCTIONS]
+    texts = [tools[name].description or "" for name in READING_TOOLS] + [INSTRUCTIONS, READING]
     found = set()
     for text in texts:
         assert "{" + "per_hour" + "}" not in text and "{outline_base}" not in text  # all filled in

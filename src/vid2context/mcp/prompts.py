@@ -31,6 +31,8 @@ from ..timecode import format_timestamp
 from .fences import fence
 from .results import error_payload, json_text
 from .toolkit import Deps
+from .tools.common import with_costs
+from .tools.transcripts import STATED_COSTS
 
 __all__ = ["ContractPrompt", "prompt_error", "register"]
 
@@ -46,8 +48,8 @@ UrlsArg = Annotated[
 QuestionArg = Annotated[str | None, Field(description="The question the brief should answer (optional).")]
 ProductArg = Annotated[str, Field(description="The product, e.g. 'Toyota Prius' or 'Sony A7 III'.")]
 
-READING = """How to read (plan from token counts; speech is about 12k tokens per hour):
-1. Call get_outline for each video first: about 1k tokens each, it gives every chapter (or
+READING = """How to read (plan from token counts; speech is about {per_hour} tokens per hour with its [m:ss] lines):
+1. Call get_outline for each video first: about {outline_base} tokens plus {outline_per_chapter} per chapter; it gives every chapter (or
    five-minute section) with its token count and a timestamp link.
 2. If all the transcripts fit comfortably in your context, read them whole (get_transcript, or
    export_context_pack for several at once; a long result comes in pages, each ending with the call
@@ -58,6 +60,7 @@ READING = """How to read (plan from token counts; speech is about 12k tokens per
 
 Cite every claim as [Video title @ m:ss](timestamp link), with the links the tools return. Flag
 where sources agree (consensus), where they disagree, and claims only one source makes."""
+READING = with_costs(READING, STATED_COSTS)
 
 
 def _urls(text: str | None) -> list[str]:

@@ -153,9 +153,13 @@ def about(tokens: int) -> str:
     return str(tokens)
 
 
-def describe_costs(fn: Callable[..., Any], figures: dict[str, int]) -> None:
-    """Put each measured figure where ``fn``'s docstring names it (``{per_hour}``)."""
-    text = fn.__doc__ or ""
+def with_costs(text: str, figures: dict[str, int]) -> str:
+    """``text`` with each measured figure where it names it (``{per_hour}``)."""
     for name, tokens in figures.items():
         text = text.replace("{" + name + "}", about(tokens))
-    fn.__doc__ = text
+    return text
+
+
+def describe_costs(fn: Callable[..., Any], figures: dict[str, int]) -> None:
+    """Put each measured figure where ``fn``'s docstring names it (``{per_hour}``)."""
+    fn.__doc__ = with_costs(fn.__doc__ or "", figures)
