@@ -248,7 +248,10 @@ class _Builder:
     def parts(self, piece: _Piece, chapter: int | None, title: str | None) -> list[Window]:
         """One segment too long for a window, cut by words into balanced parts."""
         units = self.units(piece.text)
-        count = math.ceil(len(units) / self.target)
+        chars = sum(len(u.group()) for u in units)
+        count = max(
+            math.ceil(len(units) / self.target), math.ceil(token_bound(len(units), chars) / self.budget)
+        )
         per_part = math.ceil(len(units) / count)
         groups: list[list[re.Match[str]]] = [[]]
         words = chars = 0
