@@ -2,8 +2,8 @@
 
 - One ``vec0`` table per embedding space, ``vec_windows_<tag>`` (``VectorSpace.tag``), made at the
   space's first write: ``embedding float[dim] distance_metric=cosine`` and ``video_id`` as a
-  metadata column, so a query filtered by videos is filtered inside the KNN scan. Vectors of two
-  models never share a table. D1 cannot load sqlite-vec, so these tables are made here, not in
+  metadata column. A query within a few videos scores only their windows (``SCAN_LIMIT``); within
+  many, the KNN scan filters by ``video_id``. Vectors of two models never share a table. D1 cannot load sqlite-vec, so these tables are made here, not in
   ``migrations/``.
 - Where each window is lives in ``vector_windows`` (``migrations/0004_vector_windows.sql``, the
   SQL in ``vector_rows.py``, shared with the Vectorize index's record in D1); a vector's rowid in
@@ -47,7 +47,7 @@ from ..search.windows import WindowRef
 from . import vector_rows
 from .sqlite import SQLiteDatabase, _load_vector_extension
 
-__all__ = ["SQLiteVectorIndex", "extension_driver", "open_vector_index", "vec_table"]
+__all__ = ["SCAN_LIMIT", "SQLiteVectorIndex", "extension_driver", "open_vector_index", "vec_table"]
 
 
 def extension_driver() -> ModuleType | None:
@@ -82,6 +82,37 @@ def vec_table(space: VectorSpace) -> str:
     return f"vec_windows_{space.tag}"
 
 
+SCAN_LIMIT = 50_000
+"""A query within videos holding at most this many windows scores just those, found by
+``vector_windows``' index, one rowid lookup each: far quicker than ``vec0``'s KNN with its
+``video_id`` filter, which reads the filter column of every vector of the space
+(``bench/bench_vectors.py``). Above it, the KNN scan with the filter wins. Both are exact."""
+
+_WITHIN = " AND video_id IN (SELECT value FROM json_each(?))"
+_SQL_COUNT = (
+    "SELECT COUNT(*) FROM vector_windows WHERE space = ? AND video_id IN (SELECT value FROM json_each(?))"
+)
+
+
+def _knn_sql(table: str, restrict: str) -> str:
+    """Parameters: the query blob, k, then (with ``_WITHIN``) the video ids as JSON."""
+    return (
+        f"SELECT w.*, k.distance FROM (SELECT rowid, distance FROM {table} "
+        f"WHERE embedding MATCH ? AND k = ?{restrict}) AS k "
+        "JOIN vector_windows AS w ON w.id = k.rowid ORDER BY k.distance, w.window_id"
+    )
+
+
+def _scan_sql(table: str) -> str:
+    """Parameters: the query blob, the space's key, the video ids as JSON, the limit."""
+    return (
+        f"SELECT w.*, vec_distance_cosine(v.embedding, ?) AS distance FROM vector_windows AS w "
+        f"CROSS JOIN {table} AS v ON v.rowid = w.id "  # CROSS: the windows first, by their index
+        "WHERE w.space = ? AND w.video_id IN (SELECT value FROM json_each(?)) "
+        "ORDER BY distance, w.window_id LIMIT ?"
+    )
+
+
 def _blob(vector: list[float]) -> bytes:
     return array("f", vector).tobytes()
 
@@ -95,10 +126,11 @@ class SQLiteVectorIndex:
 
     id = "sqlite-vec"
 
-    def __init__(self, database: SQLiteDatabase) -> None:
+    def __init__(self, database: SQLiteDatabase, *, scan_limit: int = SCAN_LIMIT) -> None:
         if not database.vector_available:
             raise ValueError("the database's connections did not load sqlite-vec")
         self.database = database
+        self.scan_limit = scan_limit
 
     # --- writes ---------------------------------------------------------------------------------
 
@@ -173,18 +205,22 @@ class SQLiteVectorIndex:
         within = check_video_ids(video_ids)
         if within is not None and not within:
             return []
-        restrict = " AND video_id IN (SELECT value FROM json_each(?))" if within is not None else ""
-        params = (blob, top_k) if within is None else (blob, top_k, vector_rows.json_ids(within))
-        sql = (
-            f"SELECT w.*, k.distance FROM (SELECT rowid, distance FROM {vec_table(space)} "
-            f"WHERE embedding MATCH ? AND k = ?{restrict}) AS k "
-            "JOIN vector_windows AS w ON w.id = k.rowid ORDER BY k.distance, w.window_id"
-        )
+        table = vec_table(space)
+        videos = None if within is None else vector_rows.json_ids(within)
 
         def work(conn: sqlite3.Connection) -> list[VectorHit]:
             if not self._exists(conn, space):
                 return []
-            rows = conn.execute(sql, params).fetchall()
+            if videos is None:
+                rows = conn.execute(_knn_sql(table, ""), (blob, top_k)).fetchall()
+            else:
+                count = conn.execute(_SQL_COUNT, (space.key, videos)).fetchone()[0]
+                if not count:
+                    return []
+                if count <= self.scan_limit:
+                    rows = conn.execute(_scan_sql(table), (blob, space.key, videos, top_k)).fetchall()
+                else:
+                    rows = conn.execute(_knn_sql(table, _WITHIN), (blob, top_k, videos)).fetchall()
             return [hit(vector_rows.window_from_row(row), 1.0 - row["distance"]) for row in rows]
 
         return await self.database.read(work)
