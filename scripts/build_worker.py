@@ -35,6 +35,7 @@ LOCAL_ONLY = frozenset(
         "providers/audio_local",
         "providers/process",
         "storage/sqlite",
+        "storage/sqlite_vec",
         "exports/obsidian",
         "site_files",
         "egress/__init__",

@@ -469,6 +469,7 @@ class CloudflareEnv:
         keepalive: bool = True,
         vars: Mapping[str, str] | None = None,
         ai: WorkersAi | None = None,
+        vectors: Any = None,
     ) -> None:
         self._connection = _Connection(base_url, keepalive=keepalive)
         self.DB = D1Database(self._connection)
@@ -476,6 +477,8 @@ class CloudflareEnv:
         self.BUCKET = R2Bucket(self._connection)
         if ai is not None:
             self.AI = ai
+        if vectors is not None:
+            self.VECTORS = vectors  # a Vectorize stand-in (tests/vectorize_standin.py): no offline twin
         for name, value in (vars or {}).items():
             if not isinstance(value, str):
                 raise TypeError(f"{name}: vars and secrets are strings on a Worker")

@@ -71,11 +71,16 @@ class MiniflareHarness:
         self._stderr_lines = stderr_lines
 
     def new_env(
-        self, *, keepalive: bool = True, vars: dict[str, str] | None = None, ai: WorkersAi | None = None
+        self,
+        *,
+        keepalive: bool = True,
+        vars: dict[str, str] | None = None,
+        ai: WorkersAi | None = None,
+        vectors: Any = None,
     ) -> CloudflareEnv:
         """Bindings with their own HTTP client (same D1, KV and R2 underneath), with the Worker's
-        ``vars`` as attributes and, when given, an ``AI`` binding."""
-        return CloudflareEnv(self.base_url, keepalive=keepalive, vars=vars, ai=ai)
+        ``vars`` as attributes and, when given, an ``AI`` binding and a ``VECTORS`` stand-in."""
+        return CloudflareEnv(self.base_url, keepalive=keepalive, vars=vars, ai=ai, vectors=vectors)
 
     def reset(self) -> None:
         """Drop every table and empty KV and R2, as a fresh deployment would be.

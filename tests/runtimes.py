@@ -4,10 +4,11 @@ Kinds (``KINDS``):
 
 - ``memory``: ``build_runtime`` as it is, the portable core with memory stores.
 - ``sqlite``: ``build_runtime`` over the local stores (``open_local_stores``: the SQLite library and
-  KV, blobs in files) under the test's ``tmp_path``.
+  KV, blobs in files, the sqlite-vec index in the same file) under the test's ``tmp_path``.
 - ``worker``: ``build_worker_runtime(env)``, ``env`` being Miniflare's real D1, KV and R2
   (``miniflare_harness.py``) with the settings as the Worker's vars, the D1 schema applied as
-  ``wrangler d1 migrations apply`` does, and the ``AI`` binding when the test gives one.
+  ``wrangler d1 migrations apply`` does, a Vectorize stand-in as ``VECTORS`` (384 dimensions) and
+  the ``AI`` binding when the test gives one.
 
 Fixtures (registered in ``conftest.py``):
 
@@ -46,11 +47,13 @@ from vid2context.storage.memory import MemoryKv
 
 from .cloudflare_bindings import CloudflareEnv, WorkersAi
 from .miniflare_harness import MiniflareHarness, apply_migrations
+from .vectorize_standin import VectorizeStandin
 
 __all__ = [
     "KINDS",
     "ON_EVERY_RUNTIME",
     "ON_WORKER_TOO",
+    "VECTOR_DIMENSIONS",
     "Runtimes",
     "WorkerLikeApp",
     "asgi_lifespan",
@@ -61,6 +64,8 @@ __all__ = [
 ]
 
 KINDS = ("memory", "sqlite", "worker")
+VECTOR_DIMENSIONS = 384
+"""The dimension of the Worker kind's Vectorize stand-in, as ``wrangler vectorize create`` makes it."""
 ON_WORKER_TOO = pytest.mark.parametrize("runtime_kind", ["memory", "worker"], indirect=True)
 """Run the test on the memory runtime and on the Worker's."""
 ON_EVERY_RUNTIME = pytest.mark.parametrize("runtime_kind", KINDS, indirect=True)
@@ -108,17 +113,26 @@ class Runtimes:
 
     def _sqlite(self, environ: dict[str, str]) -> Runtime:
         from vid2context.storage.sqlite import open_local_stores
+        from vid2context.storage.sqlite_vec import open_vector_index
 
         home = self._tmp_path / f"home{len(self._built)}"
         stores = open_local_stores(home)
         settings = load_settings({"VID2CONTEXT_HOME": str(home), **environ})
-        return build_runtime(settings, storage=stores.storage, kv=stores.kv, blobs=stores.blobs)
+        vectors = open_vector_index(stores.storage.database.path)
+        assert vectors is not None, (
+            "sqlite-vec could not be loaded (the local extra installs it and pysqlite3)"
+        )
+        return build_runtime(
+            settings, storage=stores.storage, kv=stores.kv, blobs=stores.blobs, vectors=vectors
+        )
 
     async def _worker(self, environ: dict[str, str], ai: WorkersAi | None) -> Runtime:
         if self._miniflare is None:
             self._miniflare = self._request.getfixturevalue("miniflare")
             self._miniflare.reset()  # one empty deployment per test; its runtimes share it
-        env = self._miniflare.new_env(vars=environ, ai=ai)
+        env = self._miniflare.new_env(
+            vars=environ, ai=ai, vectors=VectorizeStandin(dimensions=VECTOR_DIMENSIONS)
+        )
         await apply_migrations(env.DB)
         runtime = build_worker_runtime(env)
         self._envs[id(runtime)] = env

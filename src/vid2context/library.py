@@ -137,8 +137,12 @@ async def get_video(runtime: Runtime, video_id: str) -> VideoContext:
 
 
 async def delete_video(runtime: Runtime, video_id: str) -> None:
-    """Forget a saved video (collections keep their items; it drops out of their ``videos``)."""
+    """Forget a saved video and its vectors in every space (collections keep their items; it drops
+    out of their ``videos``). The vectors go first: should that fail, the video is still there to
+    delete again, rather than gone with vectors that would still be found."""
     key = normalize_video_id(video_id)
+    if runtime.vectors is not None:
+        await runtime.vectors.delete_video(key)
     if not await runtime.storage.delete_context(key):
         raise VidError(ErrorCode.NOT_FOUND, f"{key[:80]} is not in the library.", hint=_LIBRARY_HINT)
 

@@ -28,6 +28,8 @@ from .providers.speech import SpeechToText
 from .providers.stt import hosted_rungs, ordered, stt_plan
 from .providers.upload import UploadProvider
 from .providers.youtube import YouTubeProvider
+from .search.vectors import VectorIndex
+from .search.vectors_memory import MemoryVectorIndex
 from .settings import SETTINGS, Settings, load_settings
 from .singleflight import SingleFlight
 from .storage.base import BlobStore, KvStore, Storage
@@ -81,6 +83,10 @@ class Runtime:
     keep_alive: KeepAlive | None = None
     """The platform's way to keep a background task alive past its request (``waitUntil`` on the
     Worker); ``None`` when the process outlives its requests anyway."""
+    vectors: VectorIndex | None = None
+    """The vector index (``search/vectors.py``): sqlite-vec locally, Vectorize on a Worker with a
+    ``VECTORS`` binding, memory in ``build_runtime``; ``None`` where there is none (a Worker without
+    ``VECTORS``, a Python that cannot load sqlite-vec), and then search is keyword only."""
     egress: Closeable | None = None
     """Public mode's guard on the local runtime (``egress.Egress``: the filtering proxy that yt-dlp
     and ffmpeg fetch through), closed with the runtime; ``None`` elsewhere. The Worker has none:
@@ -97,6 +103,8 @@ class Runtime:
     async def aclose(self) -> None:
         await self.jobs.aclose()  # first: a stopping job still writes its state
         await self.storage.close()
+        if self.vectors is not None:
+            await self.vectors.close()
         await self.http.aclose()
         if self.egress is not None:
             await self.egress.aclose()
@@ -123,8 +131,10 @@ def build_runtime(
     blobs: BlobStore | None = None,
     http: httpx.AsyncClient | None = None,
     name: str = "local",
+    vectors: VectorIndex | None = None,
 ) -> Runtime:
-    """A runtime with the portable providers only: what every platform can run."""
+    """A runtime with the portable providers only: what every platform can run (a memory vector
+    index unless ``vectors`` is given; the platform builders set their own, or none)."""
     client = http or make_http_client(settings)
     sources: list[SourceProvider] = [
         YouTubeProvider(client, origin=settings.youtube_origin, max_items=settings.max_playlist_items),
@@ -134,6 +144,7 @@ def build_runtime(
         storage=storage or MemoryStorage(),
         kv=kv or MemoryKv(),
         blobs=blobs or MemoryBlobs(),
+        vectors=vectors if vectors is not None else MemoryVectorIndex(),
         http=client,
         sources=sources,
         name=name,
@@ -159,6 +170,7 @@ def build_local_runtime(
     Local-only modules are imported here, inside the function, so the Worker never loads them.
     """
     from .storage.sqlite import open_local_stores
+    from .storage.sqlite_vec import open_vector_index
 
     settings = load_settings(os.environ if environ is None else environ)
     egress = None
@@ -171,6 +183,7 @@ def build_local_runtime(
         settings, storage=stores.storage, kv=stores.kv, blobs=stores.blobs, http=http, name="local"
     )
     runtime.egress = egress
+    runtime.vectors = open_vector_index(stores.storage.database.path)
     _add_local_stt(runtime)
     _add_local_sources(runtime, egress)
     return runtime
@@ -223,6 +236,7 @@ def _add_local_stt(runtime: Runtime) -> None:
 def build_worker_runtime(env: Any) -> Runtime:
     """The runtime of a Cloudflare Python Worker, from its ``env``: settings from its vars and
     secrets, the library in D1 (``DB``), small values in KV (``KV``), bytes in R2 (``BUCKET``),
+    window vectors in Vectorize (``VECTORS``, optional: without it there is no vector index),
     speech-to-text through Workers AI (``AI``, optional) before the hosted rungs.
 
     Built once per isolate (the Worker runs the app's lifespan around every request, so this must
@@ -232,6 +246,7 @@ def build_worker_runtime(env: Any) -> Runtime:
     """
     from .providers.whisper_workers_ai import WorkersAIBindingWhisper, WorkersAIWhisper
     from .storage.cloudflare import CloudflareAi, CloudflareKv, CloudflareStorage, R2Blobs
+    from .storage.vectorize import VectorizeIndex
 
     settings = load_settings(_worker_environ(env))
     runtime = build_runtime(
@@ -241,6 +256,8 @@ def build_worker_runtime(env: Any) -> Runtime:
         blobs=R2Blobs(env.BUCKET),
         name="worker",
     )
+    vectors = getattr(env, "VECTORS", None)
+    runtime.vectors = None if vectors is None else VectorizeIndex(vectors, env.DB)
     ai = getattr(env, "AI", None)
     binding = WorkersAIBindingWhisper(None if ai is None else CloudflareAi(ai))
     # The binding replaces the REST rung (same model and id): the Worker has no cloudflare SDK and

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import NamedTuple, TypeVar
 
 import msgspec
@@ -132,8 +133,16 @@ class SQLiteDatabase:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, readers: int = 4, migrations: Path | None = None
+        self,
+        path: str | os.PathLike[str],
+        *,
+        readers: int = 4,
+        migrations: Path | None = None,
+        driver: ModuleType | None = None,
     ) -> None:
+        self.driver = driver or sqlite3
+        """The DB-API module connections are made with: ``sqlite3``, or a build of it that can load
+        extensions where this Python's cannot (``storage/sqlite_vec.py``)."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._writer = self._connect()
@@ -156,8 +165,8 @@ class SQLiteDatabase:
         self._read_pool = ThreadPoolExecutor(readers, thread_name_prefix="vid2context-db-read")
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        conn.row_factory = sqlite3.Row
+        conn = self.driver.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        conn.row_factory = self.driver.Row
         for pragma in ("synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=30000"):
             conn.execute(f"PRAGMA {pragma}")
         return conn
