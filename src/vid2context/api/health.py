@@ -32,7 +32,7 @@ class HealthFormat(msgspec.Struct, rename="camel", kw_only=True):
     mime_type: str
 
 
-class HealthRung(msgspec.Struct, rename="camel", kw_only=True):
+class HealthRung(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     """One model rung: ``requires`` names environment variables, never their values."""
 
     id: str
