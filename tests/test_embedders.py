@@ -41,7 +41,6 @@ from vid2context.search.embedders.workers_ai import (
 from vid2context.storage.cloudflare import CloudflareAi
 
 from .cloudflare_bindings import WorkersAi
-from .embed_model import embed_model_dir  # noqa: F401  (the fixture)
 from .fake_embeddings import FakeEmbeddings
 
 pytestmark = pytest.mark.anyio
