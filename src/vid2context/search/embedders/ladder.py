@@ -67,8 +67,8 @@ def _fits(rung: Embedder, space: EmbeddingSpace) -> bool:
     )
 
 
-def _skipped(rung: Embedder) -> Attempt:
-    if rung.tier == "keyless" and not rung.requires:
+def _skipped(rung: Embedder, keyless_allowed: bool) -> Attempt:
+    if rung.tier == "keyless" and not keyless_allowed:
         return Attempt(
             id=rung.id, stage="embed", outcome="skipped", reason="disabled", detail="VID2CONTEXT_KEYLESS=0"
         )
@@ -90,7 +90,7 @@ def pick_embedder(runtime: Runtime, indexed: EmbeddingSpace | None = None) -> Pi
     enabled: list[Embedder] = []
     for rung in runtime.embed:
         if not rung.enabled:
-            pick.attempts.append(_skipped(rung))
+            pick.attempts.append(_skipped(rung, runtime.settings.keyless))
         elif indexed is not None and not _fits(rung, indexed):
             enabled.append(rung)
             pick.attempts.append(_other_model(rung))
