@@ -170,13 +170,12 @@ def _unit(rung: Embedder, vector: Any, expected: int) -> list[float]:
             "and VID2CONTEXT_EMBED_DIM when it is set.",
         )
     try:
-        values = [float(x) for x in vector]
+        norm = math.hypot(*vector)  # one pass in C: this runs for every vector of every batch
     except (TypeError, ValueError):
         raise unreadable(rung.service, "a vector with something other than numbers in it") from None
-    norm = math.sqrt(math.fsum(x * x for x in values))
     if not math.isfinite(norm) or norm == 0.0:
         raise unreadable(rung.service, "a vector that is all zeros or not finite")
-    return [x / norm for x in values]
+    return [x / norm for x in vector]
 
 
 def _checked(rung: Embedder, count: int, vectors: Sequence[Any]) -> list[list[float]]:
