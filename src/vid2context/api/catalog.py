@@ -126,7 +126,8 @@ def models(
     request: Request,
     kind: Annotated[str | None, QueryParameter(description="llm, stt, embed, video or visual.")] = None,
 ) -> ModelsResponse:
-    """Model rungs (optionally of one ``kind``) and the default policy."""
+    """Model rungs (optionally of one ``kind``) and the default policy; embedding rungs
+    (``kind=embed``) carry the space of their vectors in ``embedding``."""
     wanted = None
     if kind is not None and kind.strip():
         wanted = kind.strip().lower()
