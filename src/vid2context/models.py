@@ -157,7 +157,10 @@ class EmbeddingSpace(Base, frozen=True):
 
     @property
     def key(self) -> str:
-        """One string for the space (``BAAI/bge-small-en-v1.5|cls|384``), for a column or a name."""
+        """One string for the space (``BAAI/bge-small-en-v1.5|cls|384``), for a column or a name.
+
+        A store that names a space by model and dimension only keeps poolings apart by taking
+        ``f"{model}|{pooling}"`` as the model: its ``<model>|<dim>`` is then this key."""
         return f"{self.model}|{self.pooling}|{self.dim}"
 
 
