@@ -34,6 +34,7 @@ LOCAL_ONLY = frozenset(
         "providers/whisper_local",
         "providers/audio_local",
         "providers/process",
+        "search/embedders/fastembed_local",
         "storage/sqlite",
         "storage/sqlite_vec",
         "exports/obsidian",

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# The offline embedding test model's folder (all-MiniLM-L6-v2 from two dev packages): `embed_model_dir`.
+from .embed_model import embed_model_dir  # noqa: F401
+
 # The Miniflare harness (real D1, KV and R2 offline): fixtures `miniflare` (session), `cloudflare_env`.
 from .miniflare_harness import cloudflare_env, miniflare  # noqa: F401
 

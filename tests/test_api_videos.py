@@ -959,12 +959,17 @@ async def test_models_lists_the_rungs_and_the_default_policy(make_app: MakeApp) 
     assert response.status_code == 200
     body = response.json()
     assert body["defaultPolicy"] == "free"
-    # Only speech-to-text rungs exist so far: listed with what they need, off without their keys.
-    assert {m["kind"] for m in body["models"]} == {"stt"}
+    # Speech-to-text and embedding rungs so far: listed with what they need, off without their keys.
+    assert [m["kind"] for m in body["models"]] == sorted(
+        (m["kind"] for m in body["models"]), key=["stt", "embed"].index
+    )
+    assert {m["kind"] for m in body["models"]} == {"stt", "embed"}
     assert all(m["enabled"] is False and m["requires"] for m in body["models"])
-    for kind in ("stt", "STT"):
-        assert (await client.get(f"{API}/models", params={"kind": kind})).json()["models"] == body["models"]
-    for kind in ("llm", "embed", "video", "visual"):
+    for kind in ("stt", "STT", "embed"):
+        wanted = kind.lower()
+        listed = (await client.get(f"{API}/models", params={"kind": kind})).json()["models"]
+        assert listed == [m for m in body["models"] if m["kind"] == wanted] != []
+    for kind in ("llm", "video", "visual"):
         assert (await client.get(f"{API}/models", params={"kind": kind})).json()["models"] == []
     quality = (await make_app(VID2CONTEXT_POLICY="quality")).client
     assert (await quality.get(f"{API}/models")).json()["defaultPolicy"] == "quality"

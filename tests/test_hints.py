@@ -124,12 +124,19 @@ async def test_every_step_is_a_real_route_and_a_real_tool(runtime: Runtime) -> N
     ) as rest:
         paths = (await rest.get("/api/v1/openapi.json")).json()["paths"]
     async with Client(create_mcp(runtime)) as client:
-        tools = {tool.name for tool in (await client.list_tools()).tools}
-    for name, (route, tool) in STEPS.items():
-        method, path = route.split(" ", 1)
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    for name, (route, step) in STEPS.items():
+        method, target = route.split(" ", 1)
+        path, _, query = target.partition("?")
         template = re.sub(r"\{[^}]+\}", "{collection_id}", path)
-        assert method.lower() in paths.get(template, paths.get(path, {})), (name, route)
-        assert tool in tools or tool == "resources/list", (name, tool)
+        operation = paths.get(template, paths.get(path, {})).get(method.lower())
+        assert operation is not None, (name, route)
+        for parameter in filter(None, (pair.split("=")[0] for pair in query.split("&"))):
+            assert parameter in {p["name"] for p in operation.get("parameters", [])}, (name, route)
+        tool, _, argument = step.partition(" with ")  # "list_models with kind=embed"
+        assert tool in tools or tool == "resources/list", (name, step)
+        if argument:
+            assert argument.split("=")[0] in tools[tool].input_schema["properties"], (name, step)
 
 
 def test_a_hint_renders_for_the_surface_that_reads_it() -> None:

@@ -46,6 +46,8 @@ LOCAL_IMPORTS = {
     "tempfile",
     "granian",
     "faster_whisper",
+    "fastembed",
+    "onnxruntime",
     "glob",
     "socket",
 }

@@ -44,6 +44,7 @@ __all__ = [
     "AudioChunk",
     "AudioPrep",
     "PassthroughPrep",
+    "RetryPlan",
     "SttPlan",
     "merge",
     "retrying",
@@ -159,13 +160,23 @@ class SttPlan:
     """Replaced in tests, which then see every wait without waiting."""
 
 
+class RetryPlan(Protocol):
+    """What ``retrying`` reads of a plan: ``SttPlan`` here, ``EmbedPlan`` for embeddings."""
+
+    retries: int
+    backoff_s: float
+    backoff_cap_s: float
+    max_wait_s: float
+    sleep: Callable[[float], Awaitable[None]]
+
+
 def _retryable(error: VidError) -> bool:
     if isinstance(error, RungError):
         return error.retryable
     return error.code is ErrorCode.RATE_LIMITED
 
 
-async def retrying(call: Callable[[], Awaitable[T]], ctx: Ctx, plan: SttPlan) -> T:
+async def retrying(call: Callable[[], Awaitable[T]], ctx: Ctx, plan: RetryPlan) -> T:
     """``call()``, tried again after retryable failures, as the plan says."""
     for attempt in range(plan.retries + 1):
         try:

@@ -67,6 +67,7 @@ STEPS: dict[str, tuple[str, str]] = {
     "collections": ("GET /api/v1/collections", "list_collections"),
     "add_videos": ("POST /api/v1/collections/{id}/items", "add_to_collection"),
     "rungs": ("GET /api/v1/health", "list_models"),
+    "embed_rungs": ("GET /api/v1/models?kind=embed", "list_models with kind=embed"),
     "library": ("GET /api/v1/library", "resources/list"),
 }
 """The steps hints name: ``(REST route, MCP tool or method)``; tests check that each exists."""

@@ -29,12 +29,15 @@ __all__ = [
     "CollectionDefinition",
     "CollectionItem",
     "Comment",
+    "EmbeddingSpace",
+    "Embeddings",
     "FailedInput",
     "Kind",
     "Mode",
     "Origin",
     "Page",
     "Platform",
+    "Pooling",
     "RefreshSummary",
     "Schedule",
     "SearchHit",
@@ -70,8 +73,11 @@ stream inside it."""
 Timing = Literal["word", "caption", "segment-approx"]
 """How precise the timestamps are: per word, per caption cue, or approximate segment bounds."""
 
-Stage = Literal["input", "cache", "metadata", "captions", "audio", "stt", "items", "comments", "save"]
-"""``audio`` is fetching the sound for speech-to-text; ``stt`` one speech-to-text rung."""
+Stage = Literal[
+    "input", "cache", "metadata", "captions", "audio", "stt", "items", "comments", "save", "embed"
+]
+"""``audio`` is fetching the sound for speech-to-text; ``stt`` one speech-to-text rung; ``embed`` one
+embedding rung."""
 
 AttemptOutcome = Literal["ok", "error", "skipped"]
 
@@ -128,6 +134,43 @@ class Segment(Base, omit_defaults=True):
     end_sec: float
     text: str
     speaker: str | None = None
+
+
+Pooling = Literal["cls", "mean", "server"]
+"""How a model's token vectors become one vector: the first (``[CLS]``) token's, or the mean of all
+of them; ``server`` when a hosted endpoint decides and does not say (OpenAI-compatible APIs)."""
+
+
+class EmbeddingSpace(Base, frozen=True):
+    """Which vectors may be compared with which: the model, its dimension and its pooling.
+
+    Two vectors are comparable only when their spaces are equal. ``model`` names the model, not
+    who runs it: ``BAAI/bge-small-en-v1.5`` with ``cls`` pooling is one space whether fastembed
+    ran it on a laptop or Workers AI ran it on the edge, which is what lets a library indexed in
+    one place be searched in the other. A model folder nobody named is ``local:<sha256 prefix>``
+    of its files (``search/embedders/fastembed_local.py``).
+    """
+
+    model: str
+    dim: int
+    pooling: Pooling
+
+    @property
+    def key(self) -> str:
+        """One string for the space (``BAAI/bge-small-en-v1.5|cls|384``), for a column or a name.
+
+        A store that names a space by model and dimension only keeps poolings apart by taking
+        ``f"{model}|{pooling}"`` as the model: its ``<model>|<dim>`` is then this key."""
+        return f"{self.model}|{self.pooling}|{self.dim}"
+
+
+class Embeddings(Base):
+    """Vectors for some texts, in their order, each of unit length, all of one ``space``."""
+
+    space: EmbeddingSpace
+    vectors: list[list[float]]
+    producer: str
+    """The rung that made them, e.g. ``embed/fastembed/BAAI/bge-small-en-v1.5``."""
 
 
 class Transcript(Base):

@@ -34,7 +34,16 @@ from .providers.base import AudioSource, SourceProvider
 from .providers.speech import AudioInput, SpeechToText
 from .runtime import Runtime
 
-__all__ = ["get_comments", "get_context", "get_metadata", "list_items", "resolve", "run_rung", "transcribe"]
+__all__ = [
+    "combine_errors",
+    "get_comments",
+    "get_context",
+    "get_metadata",
+    "list_items",
+    "resolve",
+    "run_rung",
+    "transcribe",
+]
 
 log = logging.getLogger("vid2context.pipeline")
 
@@ -131,10 +140,10 @@ async def _first_success(
             return await run_rung(attempts, provider.id, stage, lambda p=provider: call(p))
         except VidError as error:
             errors.append(error)
-    raise _combine(errors, attempts)
+    raise combine_errors(errors, attempts)
 
 
-def _combine(errors: list[VidError], attempts: list[Attempt]) -> VidError:
+def combine_errors(errors: list[VidError], attempts: list[Attempt]) -> VidError:
     """One error for a ladder that failed everywhere.
 
     When every rung failed the same way, that code (and the first rung's message and hint) is the
@@ -303,7 +312,7 @@ async def _transcript(
             except VidError as error:
                 errors.append(error)
         if mode == "captions":
-            raise _combine(errors, attempts)
+            raise combine_errors(errors, attempts)
     return await _speech_to_text(runtime, ref, providers, mode, lang, ctx, attempts, errors)
 
 
@@ -379,7 +388,7 @@ async def transcribe(
             errors.append(error)
             if error.code in _LADDER_STOPS or ctx.remaining == 0:
                 break
-    raise _combine(errors, attempts)
+    raise combine_errors(errors, attempts)
 
 
 async def _speech_to_text(
@@ -397,7 +406,7 @@ async def _speech_to_text(
         attempts.extend(_skipped(rung) for rung in runtime.stt)
         if mode == "stt" or not caption_errors:
             raise _no_stt_rung(attempts)
-        raise _with_next_step(_combine(caption_errors, attempts), _no_stt_rung(attempts))
+        raise _with_next_step(combine_errors(caption_errors, attempts), _no_stt_rung(attempts))
     sources = [p for p in providers if isinstance(p, AudioSource)]
     if not sources:
         first = providers[0]
@@ -418,7 +427,7 @@ async def _speech_to_text(
             attempts=attempts,
         )
         if mode == "auto" and caption_errors:
-            raise _with_next_step(_combine(caption_errors, attempts), no_audio)
+            raise _with_next_step(combine_errors(caption_errors, attempts), no_audio)
         raise no_audio
     # Speech-to-text's own error leads: auto mode has already tried it, so the captions' hint
     # ("use mode=stt") is no next step any more.
@@ -426,11 +435,11 @@ async def _speech_to_text(
     try:
         source, audio = await _first_audio(attempts, sources, ref, ctx)
     except VidError as error:
-        raise _combine([error, *errors], attempts) from None
+        raise combine_errors([error, *errors], attempts) from None
     try:
         return await transcribe(runtime, audio, lang=lang, ctx=ctx, attempts=attempts)
     except VidError as error:
-        raise _combine([error, *errors], attempts) from None
+        raise combine_errors([error, *errors], attempts) from None
     finally:
         release = getattr(source, "release_audio", None)
         if release is not None:
@@ -449,7 +458,7 @@ async def _first_audio(
             return source, await run_rung(attempts, source.id, "audio", lambda s=source: s.audio(ref, ctx))  # type: ignore[attr-defined]
         except VidError as error:
             errors.append(error)
-    raise _combine(errors, attempts)
+    raise combine_errors(errors, attempts)
 
 
 async def get_metadata(runtime: Runtime, source: str | VideoRef, *, ctx: Ctx | None = None) -> VideoMetadata:

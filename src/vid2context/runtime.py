@@ -28,6 +28,9 @@ from .providers.speech import SpeechToText
 from .providers.stt import hosted_rungs, ordered, stt_plan
 from .providers.upload import UploadProvider
 from .providers.youtube import YouTubeProvider
+from .search.embedders.base import Embedder, EmbedPlan
+from .search.embedders.rungs import hosted_embedders
+from .search.embedders.rungs import ordered as ordered_embedders
 from .search.vectors import VectorIndex
 from .search.vectors_memory import MemoryVectorIndex
 from .settings import SETTINGS, Settings, load_settings
@@ -80,6 +83,11 @@ class Runtime:
     """The speech-to-text ladder in order, disabled rungs included (``providers/stt.py``)."""
     stt_plan: SttPlan = field(default_factory=SttPlan)
     """How hosted rungs get long audio: piece size, concurrency, retries, the audio splitter."""
+    embed: list[Embedder] = field(default_factory=list)
+    """The embedding ladder in order, disabled rungs included (``search/embedders/rungs.py``);
+    ``search.embedders.ladder.pick_embedder`` chooses from it."""
+    embed_plan: EmbedPlan = field(default_factory=EmbedPlan)
+    """How embedding rungs are fed: batch size and retries."""
     keep_alive: KeepAlive | None = None
     """The platform's way to keep a background task alive past its request (``waitUntil`` on the
     Worker); ``None`` when the process outlives its requests anyway."""
@@ -150,6 +158,7 @@ def build_runtime(
         name=name,
         stt=ordered(hosted_rungs(settings, client)),
         stt_plan=stt_plan(settings),
+        embed=ordered_embedders(hosted_embedders(settings, client)),
     )
     runtime.sources.append(UploadProvider(runtime))
     return runtime
@@ -185,8 +194,26 @@ def build_local_runtime(
     runtime.egress = egress
     runtime.vectors = open_vector_index(stores.storage.database.path)
     _add_local_stt(runtime)
+    _add_local_embed(runtime)
     _add_local_sources(runtime, egress)
     return runtime
+
+
+def _add_local_embed(runtime: Runtime) -> None:
+    """The local embedding model first in its ladder, when fastembed (the ``local`` extra) is
+    installed; its settings are checked now, so a wrong folder stops start-up with its name."""
+    from .search.embedders import fastembed_local
+
+    if not fastembed_local.is_installed():
+        return
+    settings = runtime.settings
+    local = fastembed_local.FastEmbedder(
+        model=settings.embed_model,
+        folder=settings.embed_model_dir,
+        pooling=settings.embed_pooling,
+        cache_dir=os.path.join(os.path.expanduser(settings.home), "models", "fastembed"),
+    )
+    runtime.embed = ordered_embedders([local, *runtime.embed])
 
 
 def _add_local_sources(runtime: Runtime, egress: Any) -> None:
@@ -237,7 +264,7 @@ def build_worker_runtime(env: Any) -> Runtime:
     """The runtime of a Cloudflare Python Worker, from its ``env``: settings from its vars and
     secrets, the library in D1 (``DB``), small values in KV (``KV``), bytes in R2 (``BUCKET``),
     window vectors in Vectorize (``VECTORS``, optional: without it there is no vector index),
-    speech-to-text through Workers AI (``AI``, optional) before the hosted rungs.
+    speech-to-text and embeddings through Workers AI (``AI``, optional) in place of its REST rungs.
 
     Built once per isolate (the Worker runs the app's lifespan around every request, so this must
     not be redone per request): one httpx client, and the app is made with ``owns_runtime=False``.
@@ -245,6 +272,7 @@ def build_worker_runtime(env: Any) -> Runtime:
     request is refused with ``too-large`` and a hint (``chunking.PassthroughPrep``).
     """
     from .providers.whisper_workers_ai import WorkersAIBindingWhisper, WorkersAIWhisper
+    from .search.embedders.workers_ai import WorkersAIBindingEmbedder, WorkersAIEmbedder
     from .storage.cloudflare import CloudflareAi, CloudflareKv, CloudflareStorage, R2Blobs
     from .storage.vectorize import VectorizeIndex
 
@@ -259,11 +287,14 @@ def build_worker_runtime(env: Any) -> Runtime:
     vectors = getattr(env, "VECTORS", None)
     runtime.vectors = None if vectors is None else VectorizeIndex(vectors, env.DB)
     ai = getattr(env, "AI", None)
-    binding = WorkersAIBindingWhisper(None if ai is None else CloudflareAi(ai))
+    binding_ai = None if ai is None else CloudflareAi(ai)
+    binding = WorkersAIBindingWhisper(binding_ai)
     # The binding replaces the REST rung (same model and id): the Worker has no cloudflare SDK and
     # needs no API token for its own account.
     hosted = [rung for rung in runtime.stt if not isinstance(rung, WorkersAIWhisper)]
     runtime.stt = ordered([*hosted, binding])
+    embedders = [rung for rung in runtime.embed if not isinstance(rung, WorkersAIEmbedder)]
+    runtime.embed = ordered_embedders([WorkersAIBindingEmbedder(binding_ai), *embedders])
     return runtime
 
 

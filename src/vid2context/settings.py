@@ -29,6 +29,8 @@ class Setting(NamedTuple):
     help: str
     bounds: tuple[int, int] | None = None
     """For a whole number that 0 turns off: the range any other value must fall in."""
+    choices: tuple[str, ...] | None = None
+    """For text: the only values allowed (compared without case), when there is a short list."""
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -284,6 +286,65 @@ SETTINGS: tuple[Setting, ...] = (
         "Largest audio piece sent in one speech-to-text request, in MiB (Groq and OpenAI take 25 MB).",
     ),
     Setting(
+        "VID2CONTEXT_EMBED_MODEL",
+        "embed_model",
+        "str",
+        None,
+        "Local embedding model: a fastembed model name, downloaded once into $VID2CONTEXT_HOME/models; "
+        "unset: BAAI/bge-small-en-v1.5, the model Workers AI serves, so local and edge vectors match. "
+        "With VID2CONTEXT_EMBED_MODEL_DIR: the name of the model in that folder, whose vectors then "
+        "count as that model's.",
+    ),
+    Setting(
+        "VID2CONTEXT_EMBED_MODEL_DIR",
+        "embed_model_dir",
+        "path",
+        None,
+        "Local embedding model folder (model.onnx, tokenizer.json, config.json, "
+        "tokenizer_config.json, special_tokens_map.json): loaded from there, nothing is downloaded.",
+    ),
+    Setting(
+        "VID2CONTEXT_EMBED_POOLING",
+        "embed_pooling",
+        "str",
+        None,
+        "How the local model pools token vectors: cls or mean; unset: the model's own (cls for "
+        "bge models; a folder's 1_Pooling/config.json, else cls).",
+        choices=("cls", "mean"),
+    ),
+    Setting(
+        "VID2CONTEXT_EMBED_URL",
+        "embed_url",
+        "str",
+        None,
+        "OpenAI-compatible embeddings API: its base URL (http://127.0.0.1:11434/v1 for Ollama, to "
+        "which /embeddings is added) or the full .../embeddings URL.",
+    ),
+    Setting(
+        "VID2CONTEXT_EMBED_KEY",
+        "embed_key",
+        "str",
+        None,
+        "Bearer key for the OpenAI-compatible embeddings API; set alone, the API is OpenAI's. "
+        "Without a key the rung counts as keyless.",
+    ),
+    Setting(
+        "VID2CONTEXT_EMBED_MODEL_ID",
+        "embed_model_id",
+        "str",
+        "text-embedding-3-small",
+        "Model name sent to the OpenAI-compatible embeddings API (nomic-embed-text for Ollama).",
+    ),
+    Setting(
+        "VID2CONTEXT_EMBED_DIM",
+        "embed_dim",
+        "int",
+        None,
+        "Dimension of the OpenAI-compatible API's vectors; unset or 0: learned from its first "
+        "answer. An answer of another dimension is refused. 2 to 8192.",
+        bounds=(2, 8192),
+    ),
+    Setting(
         "GROQ_API_KEY",
         "groq_api_key",
         "str",
@@ -302,14 +363,15 @@ SETTINGS: tuple[Setting, ...] = (
         "cloudflare_account_id",
         "str",
         None,
-        "Cloudflare account id for the Workers AI Whisper rung (with CLOUDFLARE_API_TOKEN).",
+        "Cloudflare account id for the Workers AI rungs, Whisper and embeddings (with CLOUDFLARE_API_TOKEN).",
     ),
     Setting(
         "CLOUDFLARE_API_TOKEN",
         "cloudflare_api_token",
         "str",
         None,
-        "Cloudflare API token with Workers AI access: turns on the Workers AI Whisper rung locally.",
+        "Cloudflare API token with Workers AI access: turns on the Workers AI rungs (Whisper, "
+        "embeddings) locally.",
     ),
     Setting(
         "CLOUDFLARE_BASE_URL",
@@ -357,6 +419,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     whisper_model: str | None = None
     stt_concurrency: int = 4
     stt_chunk_mb: int = 24
+    embed_model: str | None = None
+    embed_model_dir: str | None = None
+    embed_pooling: Literal["cls", "mean"] | None = None
+    embed_url: str | None = None
+    embed_key: str | None = None
+    embed_model_id: str = "text-embedding-3-small"
+    embed_dim: int | None = None
     groq_api_key: str | None = None
     groq_base_url: str | None = None
     cloudflare_account_id: str | None = None
@@ -396,6 +465,10 @@ def _convert(setting: Setting, raw: str) -> object:
             raise _bad(setting, raw, f"expected 0 (off) or {low} to {high}")
         return number
     value = raw.strip()
+    if setting.choices and value:
+        value = value.lower()
+        if value not in setting.choices:
+            raise _bad(setting, raw, "expected " + " or ".join(setting.choices))
     return value or setting.default
 
 

@@ -16,9 +16,19 @@ from ..errors import ErrorCode, VidError
 from ..formats import FormatInfo, format_infos
 from ..models import Base
 from ..runtime import Runtime
+from ..search.embedders.base import Embedder
 from .params import runtime_of
 
-__all__ = ["FormatsResponse", "ModelInfo", "ModelKind", "ModelsResponse", "formats", "models"]
+__all__ = [
+    "EmbeddingInfo",
+    "FormatsResponse",
+    "ModelInfo",
+    "ModelKind",
+    "ModelsResponse",
+    "embedding_info",
+    "formats",
+    "models",
+]
 
 ModelKind = Literal["llm", "stt", "embed", "video", "visual"]
 MODEL_KINDS: tuple[str, ...] = get_args(ModelKind)
@@ -26,6 +36,21 @@ MODEL_KINDS: tuple[str, ...] = get_args(ModelKind)
 
 class FormatsResponse(Base, kw_only=True):
     formats: list[FormatInfo]
+
+
+class EmbeddingInfo(Base, kw_only=True):
+    """The space an embedding rung's vectors belong to: only vectors of equal spaces are compared."""
+
+    model_id: str
+    """The model the vectors belong to, whoever runs it (``BAAI/bge-small-en-v1.5``)."""
+    dim: int | None
+    """Their dimension; ``null`` until an endpoint that does not say has answered once."""
+    pooling: str
+    """``cls``, ``mean``, or ``server`` (the endpoint decides and does not say)."""
+
+
+def embedding_info(rung: Embedder) -> EmbeddingInfo:
+    return EmbeddingInfo(model_id=rung.model_id, dim=rung.dim, pooling=rung.pooling)
 
 
 class ModelInfo(Base, kw_only=True):
@@ -43,6 +68,8 @@ class ModelInfo(Base, kw_only=True):
     enabled: bool
     requires: list[str] = msgspec.field(default_factory=list)
     capabilities: list[str] = msgspec.field(default_factory=list)
+    embedding: EmbeddingInfo | None = None
+    """Embedding rungs only: the space of their vectors."""
 
 
 class ModelsResponse(Base, kw_only=True):
@@ -53,10 +80,10 @@ class ModelsResponse(Base, kw_only=True):
 def model_rungs(runtime: Runtime) -> list[ModelInfo]:
     """Every model rung the runtime knows, in ladder order.
 
-    Speech-to-text rungs so far (captions are source providers, not models); each ladder adds
-    its rungs here when it lands.
+    Speech-to-text, then embedding rungs (captions are source providers, not models); each
+    ladder adds its rungs here when it lands.
     """
-    return [
+    stt = [
         ModelInfo(
             id=rung.id,
             kind="stt",
@@ -70,6 +97,22 @@ def model_rungs(runtime: Runtime) -> list[ModelInfo]:
         )
         for rung in runtime.stt
     ]
+    embed = [
+        ModelInfo(
+            id=rung.id,
+            kind="embed",
+            service=rung.service,
+            model=rung.model,
+            label=rung.model.rsplit("/", 1)[-1],
+            tier=rung.tier,
+            enabled=rung.enabled,
+            requires=list(rung.requires),
+            capabilities=["embed", f"batch:{rung.max_batch}"],
+            embedding=embedding_info(rung),
+        )
+        for rung in runtime.embed
+    ]
+    return [*stt, *embed]
 
 
 @get("/api/v1/formats", sync_to_thread=False)
@@ -83,7 +126,8 @@ def models(
     request: Request,
     kind: Annotated[str | None, QueryParameter(description="llm, stt, embed, video or visual.")] = None,
 ) -> ModelsResponse:
-    """Model rungs (optionally of one ``kind``) and the default policy."""
+    """Model rungs (optionally of one ``kind``) and the default policy; embedding rungs
+    (``kind=embed``) carry the space of their vectors in ``embedding``."""
     wanted = None
     if kind is not None and kind.strip():
         wanted = kind.strip().lower()

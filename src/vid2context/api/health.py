@@ -5,7 +5,7 @@ Names the variables a rung needs, never their values.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 from litestar import Request, get
@@ -13,8 +13,17 @@ from litestar import Request, get
 from .. import __version__
 from ..formats import FORMATTERS
 from ..runtime import Runtime
+from .catalog import EmbeddingInfo, embedding_info
 
-__all__ = ["HealthFormat", "HealthProvider", "HealthResponse", "HealthRung", "health", "stt_providers"]
+__all__ = [
+    "HealthFormat",
+    "HealthProvider",
+    "HealthResponse",
+    "HealthRung",
+    "embed_providers",
+    "health",
+    "stt_providers",
+]
 
 
 class HealthFormat(msgspec.Struct, rename="camel", kw_only=True):
@@ -23,7 +32,7 @@ class HealthFormat(msgspec.Struct, rename="camel", kw_only=True):
     mime_type: str
 
 
-class HealthRung(msgspec.Struct, rename="camel", kw_only=True):
+class HealthRung(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     """One model rung: ``requires`` names environment variables, never their values."""
 
     id: str
@@ -32,15 +41,17 @@ class HealthRung(msgspec.Struct, rename="camel", kw_only=True):
     tier: str
     enabled: bool
     requires: list[str]
+    embedding: EmbeddingInfo | None = None
+    """Embedding rungs only: the space of their vectors."""
 
 
 class HealthProvider(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     id: str
-    kind: Literal["source", "stt", "storage"]
+    kind: Literal["source", "stt", "embed", "storage"]
     name: str
     enabled: bool
     rungs: list[HealthRung] | None = None
-    """Speech-to-text entries only: their rungs in ladder order."""
+    """Speech-to-text and embedding entries only: their rungs in ladder order."""
 
 
 class HealthResponse(msgspec.Struct, rename="camel", kw_only=True):
@@ -69,17 +80,29 @@ def health(request: Request) -> HealthResponse:
         providers=[
             *(HealthProvider(id=p.id, kind="source", name=p.name, enabled=True) for p in runtime.sources),
             *stt_providers(runtime),
+            *embed_providers(runtime),
         ],
     )
 
 
 def stt_providers(runtime: Runtime) -> list[HealthProvider]:
     """The speech-to-text ladder grouped by provider, in ladder order; enabled when a rung is."""
+    return _grouped("stt", [(rung, None) for rung in runtime.stt])
+
+
+def embed_providers(runtime: Runtime) -> list[HealthProvider]:
+    """The embedding ladder grouped by provider, in ladder order, each rung with its space."""
+    return _grouped("embed", [(rung, embedding_info(rung)) for rung in runtime.embed])
+
+
+def _grouped(
+    kind: Literal["stt", "embed"], rungs: list[tuple[Any, EmbeddingInfo | None]]
+) -> list[HealthProvider]:
     groups: dict[str, HealthProvider] = {}
-    for rung in runtime.stt:
+    for rung, embedding in rungs:
         entry = groups.setdefault(
             rung.provider,
-            HealthProvider(id=rung.provider, kind="stt", name=rung.name, enabled=False, rungs=[]),
+            HealthProvider(id=rung.provider, kind=kind, name=rung.name, enabled=False, rungs=[]),
         )
         entry.rungs.append(  # type: ignore[union-attr]
             HealthRung(
@@ -89,6 +112,7 @@ def stt_providers(runtime: Runtime) -> list[HealthProvider]:
                 tier=rung.tier,
                 enabled=rung.enabled,
                 requires=list(rung.requires),
+                embedding=embedding,
             )
         )
         entry.enabled = entry.enabled or rung.enabled

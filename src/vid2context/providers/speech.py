@@ -26,6 +26,9 @@ knows what may be tried again (429, 5xx, transport errors) and what may not (401
     other 4xx ......... upstream (the service refused the request)
     transport errors .. upstream, retryable (timeouts: timeout, retryable)
 
+The same table serves the embedding rungs (``search/embedders``): a ``Wording`` names the
+capability and the payload in the messages (``STT_WORDING`` unless told otherwise).
+
 This module is portable: no filesystem, no subprocess. ``AudioInput`` of kind ``path`` only
 names a file; only local-only modules open it.
 """
@@ -35,7 +38,7 @@ from __future__ import annotations
 import email.utils
 import math
 import time
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 import msgspec
 
@@ -47,11 +50,13 @@ __all__ = [
     "MAX_RETRY_AFTER",
     "TIERS",
     "AudioInput",
+    "STT_WORDING",
     "RungError",
     "SpeechToText",
     "Tier",
     "VerboseJson",
     "VerboseSegment",
+    "Wording",
     "clean_segments",
     "language_code",
     "parse_retry_after",
@@ -185,6 +190,26 @@ def _excerpt(body: str) -> str:
     return text[:160] + ("..." if len(text) > 160 else "")
 
 
+class Wording(NamedTuple):
+    """How a capability's errors name its work, so one status table serves every hosted rung
+    (speech-to-text here, embeddings in ``search/embedders``)."""
+
+    capability: str
+    """``speech-to-text``: what a 429 says is being limited, and whose other rungs the hints name."""
+    too_large: str
+    """What a 413 refused: ``an audio piece``."""
+    too_large_hint: str
+    timeout_hint: str
+
+
+STT_WORDING = Wording(
+    capability="speech-to-text",
+    too_large="an audio piece",
+    too_large_hint="Lower VID2CONTEXT_STT_CHUNK_MB so pieces stay under the service's upload cap.",
+    timeout_hint="Retry; long audio is sent in pieces, each with its own time limit.",
+)
+
+
 def status_error(
     service: str,
     status: int,
@@ -192,8 +217,9 @@ def status_error(
     body: str = "",
     retry_after: int | None = None,
     requires: tuple[str, ...] = (),
+    wording: Wording = STT_WORDING,
 ) -> RungError:
-    """The error an HTTP status from a speech-to-text service means (table in the module docstring)."""
+    """The error an HTTP status from a hosted service means (table in the module docstring)."""
     said = f": {_excerpt(body)}" if body.strip() else ""
     if status in (401, 403):
         names = " and ".join(requires) or "the service's key"
@@ -203,15 +229,17 @@ def status_error(
     if status == 413:
         return RungError(
             ErrorCode.TOO_LARGE,
-            f"{service} refused an audio piece as too large (HTTP 413).",
-            hint="Lower VID2CONTEXT_STT_CHUNK_MB so pieces stay under the service's upload cap.",
+            f"{service} refused {wording.too_large} as too large (HTTP 413).",
+            hint=wording.too_large_hint,
         )
     if status == 429:
         wait = f"; it asks to wait {retry_after} s" if retry_after is not None else ""
         return RungError(
             ErrorCode.RATE_LIMITED,
-            f"{service} is rate-limiting speech-to-text requests{wait}.",
-            hint=steps("Retry later, or set the key of another speech-to-text rung ({rungs} lists them)."),
+            f"{service} is rate-limiting {wording.capability} requests{wait}.",
+            hint=steps(
+                f"Retry later, or set the key of another {wording.capability} rung ({{rungs}} lists them)."
+            ),
             retry_after=retry_after,
             retryable=True,
         )
@@ -219,12 +247,14 @@ def status_error(
     return RungError(
         ErrorCode.UPSTREAM,
         f"{service} answered HTTP {status}{said}.",
-        hint="Retry later; another speech-to-text rung is tried next when one is set up.",
+        hint=f"Retry later; another {wording.capability} rung is tried next when one is set up.",
         retryable=retryable,
     )
 
 
-def response_error(service: str, response: Any, *, requires: tuple[str, ...] = ()) -> RungError:
+def response_error(
+    service: str, response: Any, *, requires: tuple[str, ...] = (), wording: Wording = STT_WORDING
+) -> RungError:
     """``status_error`` for an HTTP response (httpx's, or the one an SDK error carries): its
     status, a short body excerpt, and the ``Retry-After`` it sent."""
     return status_error(
@@ -233,17 +263,17 @@ def response_error(service: str, response: Any, *, requires: tuple[str, ...] = (
         body=response.text if len(response.content) < 4096 else "",
         retry_after=parse_retry_after(response.headers.get("Retry-After")),
         requires=requires,
+        wording=wording,
     )
 
 
-def transport_error(service: str, exc: BaseException, *, timeout: bool = False) -> RungError:
+def transport_error(
+    service: str, exc: BaseException, *, timeout: bool = False, wording: Wording = STT_WORDING
+) -> RungError:
     """A request that got no answer: retryable, naming the exception class only."""
     if timeout:
         return RungError(
-            ErrorCode.TIMEOUT,
-            f"{service} did not answer in time.",
-            hint="Retry; long audio is sent in pieces, each with its own time limit.",
-            retryable=True,
+            ErrorCode.TIMEOUT, f"{service} did not answer in time.", hint=wording.timeout_hint, retryable=True
         )
     return RungError(
         ErrorCode.UPSTREAM,

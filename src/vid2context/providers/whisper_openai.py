@@ -53,9 +53,10 @@ READ_TIMEOUT_S = 300.0
 """How long one piece may take to come back: ten minutes of audio on a slow server."""
 
 
-def request_timeout(ctx: Ctx) -> httpx.Timeout:
-    """A generous read timeout for one piece, never past the call's deadline."""
-    read = READ_TIMEOUT_S if ctx.remaining is None else max(1.0, min(READ_TIMEOUT_S, ctx.remaining))
+def request_timeout(ctx: Ctx, read_s: float = READ_TIMEOUT_S) -> httpx.Timeout:
+    """A generous read timeout for one request (``read_s``, a piece of audio by default), never
+    past the call's deadline."""
+    read = read_s if ctx.remaining is None else max(1.0, min(read_s, ctx.remaining))
     return httpx.Timeout(read, connect=min(10.0, read))
 
 

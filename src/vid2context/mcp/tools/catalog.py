@@ -22,9 +22,10 @@ def tools(deps: Deps) -> list[ContractTool]:
     async def list_models(kind: Kind = None) -> Reply:
         """The model rungs this server knows (speech-to-text, LLM, embedding, vision), in ladder
         order, each with whether it is enabled, the environment variables it needs (names only,
-        never values) and its capabilities, plus the default policy. An empty list means no model
-        rung is set up: transcripts then come from platform captions only. Costs about 100 tokens
-        per rung."""
+        never values) and its capabilities, plus the default policy; an embedding rung (kind embed)
+        also gives the space of its vectors (modelId, dim, pooling), and only vectors of one space
+        are ever compared. An empty list means no model rung is set up: transcripts then come from
+        platform captions only. Costs about 100 tokens per rung."""
         wanted = None
         if kind is not None and kind.strip():
             wanted = kind.strip().lower()
