@@ -67,9 +67,9 @@ MAX_QUERY_CHARS = 500
 Reader = Callable[[VideoContext], str]
 """How a pack says to read one outline entry of a video: a call in which ``N`` stands for the
 entry's index, e.g. ``get_section {"url": "youtube:abc", "chapter": N}``."""
-Measure = Callable[[str, bool], int]
-"""What the result as sent costs for a pack's text; the flag says whether the pack is a selection
-(a surface may close a selection with a longer line than the whole pack)."""
+Measure = Callable[[str, int | None], int]
+"""What the result as sent costs for a pack's text: with ``None`` for the whole pack, else with the
+budget the selection answers to (a surface may close a selection with a line that names it)."""
 
 _SEP = "\n\n"
 _CITE = "Cite as [Video title @ m:ss](link)."
@@ -152,7 +152,7 @@ def build_pack(
     full = pack.full()
     whole_tokens = estimate_tokens(full)
     cost = measure or _text_tokens
-    whole = cost(full, False)
+    whole = cost(full, None)
     if max_tokens is None or whole <= max_tokens:
         return Pack(full, False, whole_tokens)
     choice = _Selection(
@@ -182,7 +182,7 @@ def render_many(
     ).text
 
 
-def _text_tokens(text: str, selected: bool) -> int:
+def _text_tokens(text: str, budget: int | None) -> int:
     return estimate_tokens(text)
 
 
@@ -354,7 +354,7 @@ class _Selection:
         videos = self.pack.videos
         nothing: list[set[int]] = [set() for _ in videos]
         frame = self.assemble(nothing)
-        floor = self.measure(frame, True)
+        floor = self.measure(frame, self.budget)
         if floor > self.budget:
             minimum = min(self.minimum(), self.whole)
             raise VidError(
@@ -366,13 +366,13 @@ class _Selection:
             )
         # The frame lists every video as left out for budget; a choice lists only those it leaves
         # empty, so start from the frame without those lines and let overshoot narrow the room.
-        room = self.budget - self.measure(self.assemble(nothing, drops=False), True)
+        room = self.budget - self.measure(self.assemble(nothing, drops=False), self.budget)
         for _ in range(_MAX_ROUNDS):
             if room <= 0:
                 break
             chosen = self.choose(room)
             text = self.assemble(chosen)
-            over = self.measure(text, True) - self.budget
+            over = self.measure(text, self.budget) - self.budget
             if over <= 0:
                 return text
             room -= over
@@ -401,8 +401,8 @@ class _Selection:
         digits = 1
         while True:
             low, high = 10 ** (digits - 1), 10**digits - 1
-            need = max(low, self.measure(self.assemble(nothing, budget=high), True))
-            if need <= high and self.measure(self.assemble(nothing, budget=need), True) <= need:
+            need = max(low, self.measure(self.assemble(nothing, budget=high), high))
+            if need <= high and self.measure(self.assemble(nothing, budget=need), need) <= need:
                 return need
             digits += 1
 

@@ -177,26 +177,30 @@ def tools(deps: Deps) -> list[ContractTool]:
                 + (" (listed in the pack under Not included)." if failed else ".")
             )
             if found.left_out:
-                line += f" {found.left_out} more videos were left out by limit={count} (listed under Not included)."
+                were = "videos were" if found.left_out != 1 else "video was"
+                line += (
+                    f" {found.left_out} more {were} left out by limit={count} (listed under Not included)."
+                )
             if max_tokens is None:
                 whole = build_pack(contexts, failed=failed, left_out=left_out)
                 size = page_size(runtime, None)
                 return pack_page(whole.text, [line], size, cursor, ("export_context_pack", given))
-            unbudgeted = {
-                name: value for name, value in given.items() if name != "query"
-            }  # moot without maxTokens
+            unbudgeted = {name: value for name, value in given.items() if name != "query"}  # moot without it
             everything = call_text("export_context_pack", unbudgeted, otherwise=" but no maxTokens")
             pages = " and follow its pages" if runtime.settings.mcp_max_tokens else ""
-            lines: dict[bool, str] = {False: line}
-
-            def measure(text: str, selected: bool) -> int:
-                return TextReply([Untrusted("pack", text), lines[selected]]).tokens()
-
             whole_tokens = build_pack(contexts, failed=failed, left_out=left_out).whole_tokens
-            lines[True] = (  # a budget chooses rather than pages: say how to get all of it
-                f"{line} maxTokens={max_tokens} chose from a pack of about {whole_tokens} tokens; for all of "
-                f"it, call {everything}{pages}."
-            )
+
+            def closing(budget: int | None) -> str:
+                if budget is None:
+                    return line
+                return (  # a budget chooses rather than pages: say how to get all of it
+                    f"{line} maxTokens={budget} chose from a pack of about {whole_tokens} tokens; for all of "
+                    f"it, call {everything}{pages}."
+                )
+
+            def measure(text: str, budget: int | None) -> int:
+                return TextReply([Untrusted("pack", text), closing(budget)]).tokens()
+
             pack = build_pack(
                 contexts,
                 max_tokens=max_tokens,
@@ -206,7 +210,7 @@ def tools(deps: Deps) -> list[ContractTool]:
                 reader=_reader,
                 measure=measure,
             )
-            return TextReply([Untrusted("pack", pack.text), lines[pack.selected]])
+            return TextReply([Untrusted("pack", pack.text), closing(max_tokens if pack.selected else None)])
 
         return await long_call(deps, ctx, "export_context_pack", args, work)
 
