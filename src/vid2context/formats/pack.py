@@ -3,7 +3,7 @@
 Layout: a title line, an index of the videos (title, channel, duration, link, tokens), each video
 with its header and cited transcript, then "Not included": every input that is not in the pack
 (failed, with its error code and message; left out by a limit, with how many) and, in a pack
-chosen to a budget, every video none of whose transcript fits.
+chosen to a budget, every video none of whose chapters fit.
 
 A token budget (``max_tokens``) the whole pack does not fit *selects* instead of cutting (issue #12
 item 5). The measure is the whole result as the surface returns it (``measure``: the REST body, or
@@ -11,7 +11,8 @@ the MCP text with its fences and closing line), and the result never exceeds the
 
 - every video keeps its header and its outline: each chapter (or, without chapters, each time
   section of ``outline.py``) with its index, start, title and token count, and the call that
-  reads it (``reader``: ``get_section`` on MCP, ``GET /api/v1/section`` on REST);
+  reads it (``reader``: ``get_section`` on MCP, ``GET /api/v1/section`` on REST). These are the
+  index: the list of videos at the top, which would repeat them, is left out;
 - then whole chapters, never a cut: first those that match ``query`` (``relevance.part_scores``),
   best first, then others spread across the video (the first, the last, the middle, ...). The
   budget is shared: the video that has used least so far picks next, so one long video cannot
