@@ -719,7 +719,11 @@ async def test_pack_token_budget(client: Client) -> None:
     assert small.status_code == 200
     assert len(small.text) < len(whole.text)
     assert (len(small.text) + 3) // 4 <= minimum
-    assert "read chapter N: GET /api/v1/section?url=youtube:GJLlxj_dtq8&chapter=N" in small.text
+    assert (
+        "read chapter N (for the tokens beside it): GET /api/v1/section?url=youtube:GJLlxj_dtq8&chapter=N"
+        in small.text
+    )
+    assert " · below" not in small.text.split("\n\n", 2)[2]  # the minimum holds no chapter
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "abc", "1.5", "99999999999"])

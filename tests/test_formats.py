@@ -789,7 +789,8 @@ def test_videos_without_chapters_are_read_by_time_sections() -> None:
     budget = minimum_of([context]) + 1200
     pack = render_many([context], max_tokens=budget)
     assert (
-        "- Outline: 2 sections of about five minutes (no chapters), 1 in full below; read section N: " in pack
+        "- Outline: 2 sections of about five minutes (no chapters), 1 in full below; read section N (for the tokens beside it): "
+        in pack
     )
     assert "  - 0 · 0:00–5:03 · 1029 tokens · below" in pack and "### 0:00–5:03 (section 0)" in pack
     assert_whole_chapters(pack, [context])
@@ -801,9 +802,12 @@ def test_the_outline_names_the_call_for_each_part() -> None:
 
     contexts = [bike_review(), sourdough()]
     pack = render_many(contexts, max_tokens=minimum_of(contexts) + 300, reader=reader)
-    assert "read chapter N: read youtube:BikeReview1 N\n" in pack
+    assert "read chapter N (for the tokens beside it): read youtube:BikeReview1 N\n" in pack
     rest = render_many(contexts, max_tokens=minimum_of(contexts) + 300)
-    assert "read chapter N: GET /api/v1/section?url=youtube:Sourdough01&chapter=N\n" in rest
+    assert (
+        "read chapter N (for the tokens beside it): GET /api/v1/section?url=youtube:Sourdough01&chapter=N\n"
+        in rest
+    )
 
 
 def test_not_included_lists_every_input_left_out_and_why() -> None:

@@ -33,6 +33,7 @@ from ..errors import ErrorCode, VidError
 from ..formats import FORMATTERS, render_many
 from ..formats.pack import MAX_QUERY_CHARS, check_query, section_route
 from ..models import Base, Comment, Mode, VideoContext
+from ..outline import text_costs
 from ..pipeline import get_comments
 from ..runtime import Runtime
 from .middleware import request_ctx
@@ -177,8 +178,14 @@ async def _pack(
     runtime = runtime_of(request)
     ctx = request_ctx(request, runtime)
     contexts, failed = await _read(runtime, inputs, mode=mode, lang=lang, ctx=ctx)
+    reading = text_costs(lang)  # what GET /api/v1/section answers, as the outline's figures
     text = render_many(
-        contexts, max_tokens=budget, failed=failed, query=query, reader=section_route(mode, lang)
+        contexts,
+        max_tokens=budget,
+        failed=failed,
+        query=query,
+        reader=section_route(mode, lang),
+        costs=lambda _: reading,
     )
     return text_response(text, _PACK_MIME)
 
@@ -233,6 +240,7 @@ async def _bundle(
     missed: list[tuple[str, VidError]] = []
     if comments:
         found, missed = await _read_all_comments(runtime, contexts, ctx)
+    reading = text_costs(lang)
     bundle = build_bundle(
         contexts,
         formats=formats,
@@ -242,6 +250,7 @@ async def _bundle(
         comment_failures=missed,
         query=query,
         reader=section_route(mode, lang),
+        costs=lambda _: reading,
     )
     return Stream(
         _chunks(bundle.data),

@@ -56,6 +56,7 @@ __all__ = [
     "Pack",
     "PackFormatter",
     "Reader",
+    "ReadingCosts",
     "build_pack",
     "check_query",
     "render_many",
@@ -68,6 +69,9 @@ MAX_QUERY_CHARS = 500
 Reader = Callable[[VideoContext], str]
 """How a pack says to read one outline entry of a video: a call in which ``N`` stands for the
 entry's index, e.g. ``get_section {"url": "youtube:abc", "chapter": N}``."""
+ReadingCosts = Callable[[VideoContext], "outlines.Costs"]
+"""What the reader's call costs for each part of a video (``outline.Costs``), so the outline states
+what reading a part left out will cost on this surface; by default its words alone."""
 Measure = Callable[[str, int | None], int]
 """What the result as sent costs for a pack's text: with ``None`` for the whole pack, else with the
 budget the selection answers to (a surface may close a selection with a line that names it)."""
@@ -129,15 +133,17 @@ def build_pack(
     left_out: Sequence[tuple[str, str]] = (),
     query: str | None = None,
     reader: Reader | None = None,
+    costs: ReadingCosts | None = None,
     measure: Measure | None = None,
 ) -> Pack:
     """The pack for ``contexts``, whole, or chosen to fit ``max_tokens`` (module docstring).
 
     ``failed`` lists ``(input, error)`` pairs that could not be read, ``left_out`` ``(input, why)``
     pairs that were not read at all (beyond a limit). ``query`` chooses the chapters a budget
-    keeps; ``reader`` names the call that reads one (default: the REST route); ``measure`` costs
-    the result as the surface sends it (default: ``estimate_tokens`` of the text). ``max_tokens``
-    below 1, or below the index, is a ``bad-request``.
+    keeps; ``reader`` names the call that reads one (default: the REST route) and ``costs`` what
+    that call costs per part (default: the part's words); ``measure`` costs the result as the
+    surface sends it (default: ``estimate_tokens`` of the text). ``max_tokens`` below 1, or below
+    the index, is a ``bad-request``.
     """
     if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
         raise VidError(
@@ -146,7 +152,7 @@ def build_pack(
             hint="Leave maxTokens out for the whole pack, or give a budget such as 8000.",
         )
     pack = _Pack(
-        [_Video(i, ctx) for i, ctx in enumerate(contexts, start=1)],
+        [_Video(i, ctx, costs) for i, ctx in enumerate(contexts, start=1)],
         list(failed),
         list(left_out),
     )
@@ -176,10 +182,17 @@ def render_many(
     left_out: Sequence[tuple[str, str]] = (),
     query: str | None = None,
     reader: Reader | None = None,
+    costs: ReadingCosts | None = None,
 ) -> str:
     """The pack's text (``build_pack``), measured as a body of its own."""
     return build_pack(
-        contexts, max_tokens=max_tokens, failed=failed, left_out=left_out, query=query, reader=reader
+        contexts,
+        max_tokens=max_tokens,
+        failed=failed,
+        left_out=left_out,
+        query=query,
+        reader=reader,
+        costs=costs,
     ).text
 
 
@@ -196,6 +209,9 @@ class _Part:
     title: str
     start_sec: float
     tokens: int
+    """What reading it with the reader's call costs (``costs``), as the outline states it."""
+    words: int
+    """Its words alone: an entry without any is never chosen."""
     block: str
     cost: int
     score: float
@@ -205,6 +221,7 @@ class _Part:
 class _Video:
     number: int
     context: VideoContext
+    costs: ReadingCosts | None = None
     total_tokens: int = field(init=False)
     has_text: bool = field(init=False)
     full_block: str = field(init=False)
@@ -241,10 +258,13 @@ class _Video:
         if not self.has_text:
             self._parts = []
             return self._parts
-        shape = outlines.outline(self.context)
+        shape = outlines.outline(
+            self.context, costs=self.costs(self.context) if self.costs else outlines.SPEECH
+        )
         self._kind = shape.sections
         texts: list[str] = []
         blocks: list[str] = []
+        words: list[int] = []
         for entry in shape.chapters:
             section = outlines.get_section(self.context, chapter=entry.index)
             part = section.context
@@ -255,6 +275,7 @@ class _Video:
             body = markdown_body(bare, level=3)
             blocks.append(f"{heading}{_SEP}{body}" if body else heading)
             texts.append(f"{entry.title}\n{plain_text(segments_of(part))}")
+            words.append(section.tokens)
         scores = part_scores(query, texts)
         self._parts = [
             _Part(
@@ -262,11 +283,12 @@ class _Video:
                 title=one_line(entry.title, 120),
                 start_sec=entry.start_sec,
                 tokens=entry.tokens,
+                words=count,
                 block=block,
                 cost=estimate_tokens(_SEP + block) + estimate_tokens(_BELOW),
                 score=score,
             )
-            for entry, block, score in zip(shape.chapters, blocks, scores, strict=True)
+            for entry, block, score, count in zip(shape.chapters, blocks, scores, words, strict=True)
         ]
         return self._parts
 
@@ -286,7 +308,10 @@ class _Video:
         if self._kind == "time":
             what += " of about five minutes (no chapters)"
         call = reader(self.context)
-        lines.append(f"- Outline: {count} {what}, {len(picked)} in full below; read {self.noun(1)} N: {call}")
+        lines.append(
+            f"- Outline: {count} {what}, {len(picked)} in full below; read {self.noun(1)} N (for the tokens "
+            f"beside it): {call}"
+        )
         for part in parts:
             line = f"  - {part.index} · "
             if self._kind != "time":
@@ -386,7 +411,7 @@ class _Selection:
         chosen: list[set[int]] = [set() for _ in parts]
         used = [0] * len(parts)
         matches = [
-            sorted((p for p in ps if p.score > 0 and p.tokens), key=lambda p: (-p.score, p.index))
+            sorted((p for p in ps if p.score > 0 and p.words), key=lambda p: (-p.score, p.index))
             for ps in parts
         ]
         room = _fill(matches, chosen, used, room)
@@ -455,7 +480,7 @@ def _fill(queues: list[list[_Part]], chosen: list[set[int]], used: list[int], ro
 def _spread(parts: list[_Part], taken: set[int]) -> list[_Part]:
     """The entries with words that are not taken, each next one as far as it can be from those
     already taken or ordered (by index; the first entry first when nothing is taken yet)."""
-    candidates = [p for p in parts if p.tokens and p.index not in taken]
+    candidates = [p for p in parts if p.words and p.index not in taken]
     if not candidates:
         return []
     far = len(parts) + 1

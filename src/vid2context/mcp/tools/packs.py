@@ -31,6 +31,7 @@ from ..results import Reply, TextReply, Untrusted
 from ..runs import Run
 from ..toolkit import ContractTool, Deps, define
 from .common import MAX_BUDGET, describe_paging, long_call
+from .transcripts import reading_costs
 
 __all__ = ["tools"]
 
@@ -208,6 +209,7 @@ def tools(deps: Deps) -> list[ContractTool]:
                 left_out=left_out,
                 query=checked_query,
                 reader=_reader,
+                costs=lambda video: reading_costs(runtime, video, video.id, mode="auto", lang=None),
                 measure=measure,
             )
             return TextReply([Untrusted("pack", pack.text), closing(max_tokens if pack.selected else None)])
