@@ -19,6 +19,7 @@ import pytest
 import srt
 import webvtt
 
+from vid2context.api.packs import section_route
 from vid2context.errors import ErrorCode, VidError
 from vid2context.formats import (
     FORMATTERS,
@@ -37,7 +38,7 @@ from vid2context.formats import (
 from vid2context.formats.header import track_news
 from vid2context.formats.pack import MAX_QUERY_CHARS, check_query
 from vid2context.models import Attempt, Chapter, Segment, Transcript, VideoContext, VideoMetadata
-from vid2context.outline import get_section, outline
+from vid2context.outline import get_section, outline, text_costs
 from vid2context.relevance import part_scores, query_terms
 from vid2context.timecode import parse_time
 from vid2context.tokens import estimate_tokens
@@ -214,7 +215,10 @@ def test_golden_pack_of_several_videos() -> None:
 
 def test_golden_pack_within_budget() -> None:
     contexts = [sample_context(), long_context("Ab12Cd34Ef5", 12, title="Cold start", chapters=True)]
-    pack = render_many(contexts, max_tokens=1300, query="engine")
+    reading = text_costs()
+    pack = render_many(  # as GET /api/v1/pack answers it
+        contexts, max_tokens=1300, query="engine", reader=section_route(), costs=lambda _: reading
+    )
     assert estimate_tokens(pack) <= 1300
     check_golden("pack-budget.md", pack)
 
@@ -788,10 +792,7 @@ def test_videos_without_chapters_are_read_by_time_sections() -> None:
     context = bike_review(chapters=False)
     budget = minimum_of([context]) + 1200
     pack = render_many([context], max_tokens=budget)
-    assert (
-        "- Outline: 2 sections of about five minutes (no chapters), 1 in full below; read section N (for the tokens beside it): "
-        in pack
-    )
+    assert "- Outline: 2 sections of about five minutes (no chapters), 1 in full below\n" in pack
     assert "  - 0 · 0:00–5:03 · 1029 tokens · below" in pack and "### 0:00–5:03 (section 0)" in pack
     assert_whole_chapters(pack, [context])
 
@@ -801,13 +802,16 @@ def test_the_outline_names_the_call_for_each_part() -> None:
         return f"read {context.id} N"
 
     contexts = [bike_review(), sourdough()]
-    pack = render_many(contexts, max_tokens=minimum_of(contexts) + 300, reader=reader)
+    budget = minimum_of(contexts) + 300
+    pack = render_many(contexts, max_tokens=budget, reader=reader)
     assert "read chapter N (for the tokens beside it): read youtube:BikeReview1 N\n" in pack
-    rest = render_many(contexts, max_tokens=minimum_of(contexts) + 300)
+    rest = render_many(contexts, max_tokens=budget + 100, reader=section_route("auto", "de"))
     assert (
-        "read chapter N (for the tokens beside it): GET /api/v1/section?url=youtube:Sourdough01&chapter=N\n"
+        "read chapter N (for the tokens beside it): GET /api/v1/section?url=youtube:Sourdough01&lang=de&chapter=N\n"
         in rest
     )
+    bare = render_many(contexts, max_tokens=budget)  # no surface to name a call for
+    assert re.search(r"^- Outline: 8 chapters, \d in full below$", bare, re.MULTILINE)
 
 
 def test_not_included_lists_every_input_left_out_and_why() -> None:

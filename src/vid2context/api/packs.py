@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import msgspec
 from litestar import Request, Response, get, post
@@ -31,7 +32,7 @@ from ..bundle import build_bundle
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
 from ..formats import FORMATTERS, render_many
-from ..formats.pack import MAX_QUERY_CHARS, check_query, section_route
+from ..formats.pack import MAX_QUERY_CHARS, Reader, check_query
 from ..models import Base, Comment, Mode, VideoContext
 from ..outline import text_costs
 from ..pipeline import get_comments
@@ -58,6 +59,7 @@ __all__ = [
     "bundle_post",
     "pack_get",
     "pack_post",
+    "section_route",
 ]
 
 MAX_BUDGET = 10_000_000
@@ -121,6 +123,21 @@ class BundleRequest(PackRequest, kw_only=True, forbid_unknown_fields=True):
 
     formats: list[str] | None = None
     comments: bool = False
+
+
+def section_route(mode: str | None = None, lang: str | None = None) -> Reader:
+    """The REST reader: ``GET /api/v1/section?url=<id>&chapter=N``, with the pack's ``mode`` and
+    ``lang`` when they are not the defaults, so the section is read from the same transcript."""
+    extra = "".join(
+        f"&{name}={quote(value, safe='')}"
+        for name, value in (("mode", mode), ("lang", lang))
+        if value and not (name == "mode" and value == "auto")
+    )
+
+    def reader(context: VideoContext) -> str:
+        return f"GET /api/v1/section?url={quote(context.id, safe=':@/')}{extra}&chapter=N"
+
+    return reader
 
 
 def _too_many(count: str) -> VidError:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import quote
 
 import msgspec
 
@@ -60,7 +59,6 @@ __all__ = [
     "build_pack",
     "check_query",
     "render_many",
-    "section_route",
 ]
 
 MAX_QUERY_CHARS = 500
@@ -80,21 +78,6 @@ _SEP = "\n\n"
 _CITE = "Cite as [Video title @ m:ss](link)."
 _BELOW = " · below"
 _MAX_ROUNDS = 8
-
-
-def section_route(mode: str | None = None, lang: str | None = None) -> Reader:
-    """The REST reader: ``GET /api/v1/section?url=<id>&chapter=N``, with the pack's ``mode`` and
-    ``lang`` when they are not the defaults, so the section is read from the same transcript."""
-    extra = "".join(
-        f"&{name}={quote(value, safe='')}"
-        for name, value in (("mode", mode), ("lang", lang))
-        if value and not (name == "mode" and value == "auto")
-    )
-
-    def reader(context: VideoContext) -> str:
-        return f"GET /api/v1/section?url={quote(context.id, safe=':@/')}{extra}&chapter=N"
-
-    return reader
 
 
 def check_query(query: str | None) -> str | None:
@@ -140,8 +123,8 @@ def build_pack(
 
     ``failed`` lists ``(input, error)`` pairs that could not be read, ``left_out`` ``(input, why)``
     pairs that were not read at all (beyond a limit). ``query`` chooses the chapters a budget
-    keeps; ``reader`` names the call that reads one (default: the REST route) and ``costs`` what
-    that call costs per part (default: the part's words); ``measure`` costs the result as the
+    keeps; ``reader`` names the call that reads one, on the surface asking (without it the outline
+    names none) and ``costs`` what that call costs per part (default: the part's words); ``measure`` costs the result as the
     surface sends it (default: ``estimate_tokens`` of the text). ``max_tokens`` below 1, or below
     the index, is a ``bad-request``.
     """
@@ -168,7 +151,7 @@ def build_pack(
         whole=whole,
         whole_tokens=whole_tokens,
         query=check_query(query),
-        reader=reader or section_route(),
+        reader=reader,
         measure=cost,
     )
     return Pack(choice.render(), True, whole_tokens)
@@ -297,7 +280,7 @@ class _Video:
             return "section" if count == 1 else "sections"
         return "chapter" if count == 1 else "chapters"
 
-    def outlined(self, picked: set[int], query: str | None, reader: Reader) -> str:
+    def outlined(self, picked: set[int], query: str | None, reader: Reader | None) -> str:
         """The header with the outline in place of the chapter list, marking what is below."""
         lines = [self.header(chapters=False)]
         parts = self.parts(query)
@@ -307,11 +290,10 @@ class _Video:
         what = self.noun(count)
         if self._kind == "time":
             what += " of about five minutes (no chapters)"
-        call = reader(self.context)
-        lines.append(
-            f"- Outline: {count} {what}, {len(picked)} in full below; read {self.noun(1)} N (for the tokens "
-            f"beside it): {call}"
-        )
+        outline = f"- Outline: {count} {what}, {len(picked)} in full below"
+        if reader is not None:
+            outline += f"; read {self.noun(1)} N (for the tokens beside it): {reader(self.context)}"
+        lines.append(outline)
         for part in parts:
             line = f"  - {part.index} · "
             if self._kind != "time":
@@ -373,7 +355,7 @@ class _Selection:
     whole: int
     whole_tokens: int
     query: str | None
-    reader: Reader
+    reader: Reader | None
     measure: Measure
 
     def render(self) -> str:
