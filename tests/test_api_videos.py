@@ -710,10 +710,20 @@ async def test_pack_expands_lists(client: Client) -> None:
 
 async def test_pack_token_budget(client: Client) -> None:
     whole = await client.get(f"{API}/pack", params={"url": VIDEO})
-    small = await client.get(f"{API}/pack", params={"url": VIDEO, "maxTokens": "120"})
+    refused = assert_error(
+        await client.get(f"{API}/pack", params={"url": VIDEO, "maxTokens": "120"}), ErrorCode.BAD_REQUEST
+    )
+    assert "maxTokens=120 is too small" in refused["error"]["message"]
+    minimum = int(refused["error"]["hint"].split("at least ")[1].split()[0])
+    small = await client.get(f"{API}/pack", params={"url": VIDEO, "maxTokens": str(minimum)})
     assert small.status_code == 200
     assert len(small.text) < len(whole.text)
-    assert (len(small.text) + 3) // 4 <= 120
+    assert (len(small.text) + 3) // 4 <= minimum
+    assert (
+        "read chapter N (for the tokens beside it): GET /api/v1/section?url=youtube:GJLlxj_dtq8&chapter=N"
+        in small.text
+    )
+    assert " · below" not in small.text.split("\n\n", 2)[2]  # the minimum holds no chapter
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "abc", "1.5", "99999999999"])
@@ -884,7 +894,7 @@ async def test_bundle_always_has_context_md(client: Client) -> None:
 @ON_WORKER_TOO
 async def test_bundle_post(client: Client) -> None:
     response = await post_json(
-        client, f"{API}/bundle", {"inputs": [VIDEO, OTHER], "formats": ["vtt", "json"], "maxTokens": 200}
+        client, f"{API}/bundle", {"inputs": [VIDEO, OTHER], "formats": ["vtt", "json"], "maxTokens": 650}
     )
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/zip"
@@ -894,7 +904,7 @@ async def test_bundle_post(client: Client) -> None:
     assert sum(name.endswith(".vtt") for name in names) == 2
     assert sum(name.endswith(".json") and not name.endswith("manifest.json") for name in names) == 2
     context_md = _zip(response).read(f"{root}/context.md").decode()
-    assert (len(context_md) + 3) // 4 <= 200
+    assert (len(context_md) + 3) // 4 <= 650 and "Token budget: 650 of about " in context_md
 
 
 @pytest.mark.parametrize("formats", ["docx", "text,docx", ",".join(["text"] * 100)])

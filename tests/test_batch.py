@@ -178,8 +178,13 @@ async def test_leave_out_counts_what_the_limit_left(runtime: Runtime, upstream: 
     found = await read_videos(runtime, [VIDEO, PLAYLIST, NOT_A_SOURCE], ctx=Ctx(), limit=5, leave_out=True)
     assert len(found.contexts) == 5 and found.contexts[0].id == VIDEO_ID
     assert found.left_out == 1 + PLAYLIST_SIZE - 5
+    assert found.left_out_by == [(PLAYLIST, PLAYLIST_SIZE - 4)]  # the input that lost them, named
     assert [label for label, _ in found.failed] == [NOT_A_SOURCE]  # a failed input is no video
     assert found.total == 6 and len(upstream.watched) == 5
+    again = await read_videos(
+        runtime, [PLAYLIST, VIDEO, PLAYLIST], ctx=Ctx(), limit=PLAYLIST_SIZE, leave_out=True
+    )
+    assert again.left_out_by == [(VIDEO, 1)] and again.left_out == 1  # a repeat is not lost twice
 
 
 async def test_an_aborted_call_starts_no_more_videos_and_raises(runtime: Runtime, upstream: Upstream) -> None:

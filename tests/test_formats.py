@@ -12,12 +12,14 @@ import os
 import re
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 import srt
 import webvtt
 
+from vid2context.api.packs import section_route
 from vid2context.errors import ErrorCode, VidError
 from vid2context.formats import (
     FORMATTERS,
@@ -34,8 +36,14 @@ from vid2context.formats import (
     render_view,
 )
 from vid2context.formats.header import track_news
+from vid2context.formats.pack import MAX_QUERY_CHARS, check_query
 from vid2context.models import Attempt, Chapter, Segment, Transcript, VideoContext, VideoMetadata
+from vid2context.outline import get_section, outline, text_costs
+from vid2context.relevance import part_scores, query_terms
+from vid2context.timecode import parse_time
 from vid2context.tokens import estimate_tokens
+
+from .talks import BIKE_TOPICS, bike_review, sourdough, topic_talk
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
@@ -207,8 +215,11 @@ def test_golden_pack_of_several_videos() -> None:
 
 def test_golden_pack_within_budget() -> None:
     contexts = [sample_context(), long_context("Ab12Cd34Ef5", 12, title="Cold start", chapters=True)]
-    pack = render_many(contexts, max_tokens=900)
-    assert estimate_tokens(pack) <= 900
+    reading = text_costs()
+    pack = render_many(  # as GET /api/v1/pack answers it
+        contexts, max_tokens=1300, query="engine", reader=section_route(), costs=lambda _: reading
+    )
+    assert estimate_tokens(pack) <= 1300
     check_golden("pack-budget.md", pack)
 
 
@@ -550,7 +561,9 @@ PACK_VIDEOS = [
     ("Mn01Op23Qr4", 41, "Cold start: the long [director's] cut", False),
 ]
 
-TRUNCATED = re.compile(r"\[Truncated at (\d+(?::\d\d)+) of (\d+(?::\d\d)+): (\d+) of (\d+) tokens\]")
+MINIMUM = re.compile(r"Give maxTokens of at least (\d+) ")
+PARAGRAPH = re.compile(r"^\[(\d+:\d\d(?::\d\d)?)\]", re.MULTILINE)
+OUTLINE_ENTRY = re.compile(r"^  - (\d+) · (.*) · (\d+) tokens(?: · match)?( · below)?$", re.MULTILINE)
 
 
 def pack_contexts() -> list[VideoContext]:
@@ -566,6 +579,50 @@ PACK_FAILED = [
 ]
 
 
+def minimum_of(contexts: list[VideoContext], **options: Any) -> int:
+    """The smallest budget the pack accepts, read from the error a budget of one token gets."""
+    with pytest.raises(VidError) as caught:
+        render_many(contexts, max_tokens=1, **options)
+    assert caught.value.code is ErrorCode.BAD_REQUEST
+    match = MINIMUM.search(caught.value.hint or "")
+    assert match, caught.value.hint
+    return int(match.group(1))
+
+
+def video_sections(pack: str) -> list[str]:
+    """The pack's per-video parts: from each ``## N.`` heading to the next ``##`` heading."""
+    return re.findall(r"^## \d+\. .*?(?=^## |\Z)", pack, re.MULTILINE | re.DOTALL)
+
+
+def chosen_entries(section: str) -> dict[int, bool]:
+    """Each outline entry of one video's part: its index, and whether it is marked below."""
+    return {int(m[1]): bool(m[4]) for m in OUTLINE_ENTRY.finditer(section)}
+
+
+def assert_whole_chapters(pack: str, contexts: list[VideoContext]) -> None:
+    """Every entry marked below is in the pack whole, under its heading; no paragraph of any other
+    entry is (each paragraph's citation says where it starts)."""
+    for section, context in zip(video_sections(pack), contexts, strict=True):
+        shape = outline(context)
+        entries = chosen_entries(section)
+        assert sorted(entries) == [entry.index for entry in shape.chapters]
+        flat = " ".join(section.split()).replace("\\", "")
+        cited = [parse_time(stamp) for stamp in PARAGRAPH.findall(section)]
+        noun = "section" if shape.sections == "time" else "chapter"
+        for entry in shape.chapters:
+            part = get_section(context, chapter=entry.index).context
+            assert part.transcript is not None
+            starts = {seg.start_sec for seg in part.transcript.segments}
+            inside = [at for at in cited if int(min(starts, default=-1)) <= at <= max(starts, default=-1)]
+            if entries[entry.index]:
+                texts = [" ".join(seg.text.split()) for seg in part.transcript.segments if seg.text.strip()]
+                assert all(text in flat for text in texts), entry.title
+                assert f" ({noun} {entry.index})\n" in section
+                assert inside
+            else:
+                assert not inside and f" ({noun} {entry.index})\n" not in section, entry.title
+
+
 def test_pack_without_budget_holds_everything() -> None:
     contexts = pack_contexts()
     pack = render_many(contexts, failed=PACK_FAILED)
@@ -576,7 +633,7 @@ def test_pack_without_budget_holds_everything() -> None:
     )
     assert "[Cold start: the long \\[director's\\] cut]" in pack
     assert "## 3. A short clip" in pack
-    assert not TRUNCATED.search(pack)
+    assert "Token budget" not in pack and "· below" not in pack
     assert "## Not included\n- https://youtu.be/xxxxxxxxxxx: unavailable: This video is private." in pack
     assert "- not a url with a newline: unsupported-input: Cannot read this input." in pack
     for context in contexts:
@@ -584,78 +641,201 @@ def test_pack_without_budget_holds_everything() -> None:
         assert " ".join(context.transcript.segments[-2].text.split()) in pack
 
 
-BUDGETS = [*range(1, 40), *range(40, 400, 13), *range(400, 3000, 97), 4000, 6000, 9000, 12000, 20000, 40000]
+BUDGETS = [
+    *range(1, 40, 7),
+    *range(40, 400, 53),
+    *range(400, 3000, 97),
+    4000,
+    6000,
+    9000,
+    12000,
+    20000,
+    40000,
+]
 
 
 @pytest.mark.parametrize("budget", BUDGETS)
 def test_pack_never_exceeds_its_budget(budget: int) -> None:
     contexts = pack_contexts()
-    full_tokens = estimate_tokens(render_many(contexts, failed=PACK_FAILED))
+    whole = render_many(contexts, failed=PACK_FAILED)
+    minimum = minimum_of(contexts, failed=PACK_FAILED)
+    if budget < minimum:
+        with pytest.raises(VidError) as caught:
+            render_many(contexts, max_tokens=budget, failed=PACK_FAILED)
+        assert caught.value.code is ErrorCode.BAD_REQUEST and f"at least {minimum} " in (
+            caught.value.hint or ""
+        )
+        return
     pack = render_many(contexts, max_tokens=budget, failed=PACK_FAILED)
-    assert pack
     assert estimate_tokens(pack) <= budget
-    if budget >= full_tokens:
-        assert pack == render_many(contexts, failed=PACK_FAILED)
-    for match in TRUNCATED.finditer(pack):
-        kept, total = int(match[3]), int(match[4])
-        assert kept < total
+    assert pack == render_many(contexts, max_tokens=budget, failed=PACK_FAILED)  # deterministic
+    if budget >= estimate_tokens(whole):
+        assert pack == whole
+    else:
+        assert f"Token budget: {budget} of about {estimate_tokens(whole)}: " in pack
+        assert_whole_chapters(pack, contexts)
+        assert "## Not included\n- https://youtu.be/xxxxxxxxxxx: unavailable" in pack
 
 
-@pytest.mark.parametrize("budget", [20, 50, 120, 700, 2500])
+@pytest.mark.parametrize("budget", [20, 50, 700, 2500, 4000])
 def test_pack_budget_across_many_videos(budget: int) -> None:
     contexts = [long_context(f"Vid{n:08d}", 3 + n % 5, title=f"Video {n}") for n in range(12)]
+    minimum = minimum_of(contexts)
+    if budget < minimum:
+        with pytest.raises(VidError):
+            render_many(contexts, max_tokens=budget)
+        return
     pack = render_many(contexts, max_tokens=budget)
     assert estimate_tokens(pack) <= budget
+    assert_whole_chapters(pack, contexts)
 
 
-def test_pack_shares_the_budget_fairly() -> None:
-    contexts = pack_contexts()
-    pack = render_many(contexts, max_tokens=6000)
-    assert estimate_tokens(pack) <= 6000
-    cuts = {m[4]: int(m[3]) for m in TRUNCATED.finditer(pack)}
-    # The sample and the short clip fit whole; the two long videos are cut to similar sizes.
-    assert "Pour, and you're done. Ciao!" in pack
-    assert len(cuts) == 2, pack
-    small, large = sorted(cuts.values())
-    assert large - small < 0.2 * large
-    assert "2 of 4 transcripts cut" in pack
-    assert "(truncated)" in pack
-
-
-def test_pack_truncation_says_where() -> None:
-    context = long_context("Ab12Cd34Ef5", 23, title="Cold start")
-    pack = render_many([context], max_tokens=1500)
-    match = TRUNCATED.search(pack)
-    assert match, pack
-    assert match[2] == "23:00"
+def tiny_context() -> VideoContext:
+    """One word and no chapters: its outline costs more than the word."""
+    context = sample_context()
     assert context.transcript is not None
-    starts = {seg.start_sec for seg in context.transcript.segments}
-    minutes, seconds = match[1].split(":")
-    assert int(minutes) * 60 + int(seconds) in starts
-    assert int(match[4]) == estimate_tokens(" ".join(s.text for s in context.transcript.segments))
-    # The text before the mark ends with a whole segment.
-    before = pack[: match.start()].rstrip()
-    cut = next(
-        seg for seg in context.transcript.segments if seg.start_sec == int(minutes) * 60 + int(seconds)
+    segments = [Segment(start_sec=0.0, end_sec=2.0, text="Yes.")]
+    return msgspec.structs.replace(
+        context,
+        metadata=msgspec.structs.replace(context.metadata, chapters=[]),
+        transcript=msgspec.structs.replace(context.transcript, segments=segments),
     )
-    previous = context.transcript.segments[context.transcript.segments.index(cut) - 1]
-    assert before.endswith(previous.text)
 
 
-def test_pack_budget_too_small_for_the_index() -> None:
-    pack = render_many(pack_contexts(), max_tokens=20, failed=PACK_FAILED)
-    assert estimate_tokens(pack) <= 20
-    assert "too small" in pack
-    tiny = render_many(pack_contexts(), max_tokens=1)
-    assert estimate_tokens(tiny) <= 1 and tiny
+MINIMUM_CASES = {
+    "the sample pack": (pack_contexts(), PACK_FAILED, None),
+    "two talks and a query": ([bike_review(), sourdough()], [], "kickstand baking"),
+    "time sections": ([bike_review(chapters=False)], [], None),
+    "a video without a transcript": (
+        [msgspec.structs.replace(sample_context(), transcript=None), bike_review()],
+        [],
+        None,
+    ),
+    "a whole pack smaller than its outline": ([tiny_context()], [], None),
+}
 
 
-def test_pack_index_only() -> None:
-    contexts = pack_contexts()
-    pack = render_many(contexts, max_tokens=200)
-    assert estimate_tokens(pack) <= 200
-    assert "only the index is included" in pack
-    assert "## Videos" in pack
+@pytest.mark.parametrize("case", list(MINIMUM_CASES), ids=list(MINIMUM_CASES))
+def test_the_minimum_budget_is_exact(case: str) -> None:
+    contexts, failed, query = MINIMUM_CASES[case]
+    minimum = minimum_of(contexts, failed=failed, query=query)
+    at_minimum = render_many(contexts, max_tokens=minimum, failed=failed, query=query)
+    assert estimate_tokens(at_minimum) <= minimum
+    with pytest.raises(VidError) as caught:
+        render_many(contexts, max_tokens=minimum - 1, failed=failed, query=query)
+    assert caught.value.code is ErrorCode.BAD_REQUEST
+    assert f"maxTokens={minimum - 1} is too small" in caught.value.message
+    assert f"at least {minimum} " in (caught.value.hint or "")
+    whole = render_many(contexts, failed=failed)
+    if case == "a whole pack smaller than its outline":
+        assert at_minimum == whole  # the whole pack is the smallest answer there is
+    else:
+        assert minimum < estimate_tokens(whole)
+        assert not any(any(chosen_entries(part).values()) for part in video_sections(at_minimum))
+
+
+@pytest.mark.parametrize("budget", [1, 20])
+def test_tiny_budgets_are_errors_that_name_the_minimum(budget: int) -> None:
+    with pytest.raises(VidError) as caught:
+        render_many(pack_contexts(), max_tokens=budget, failed=PACK_FAILED)
+    error = caught.value
+    assert error.code is ErrorCode.BAD_REQUEST
+    assert MINIMUM.search(error.hint or "") and "leave maxTokens out" in (error.hint or "")
+
+
+def test_the_query_picks_the_matching_chapter_of_each_video() -> None:
+    contexts = [bike_review(), sourdough()]
+    minimum = minimum_of(contexts, query="kickstand baking")
+    kickstand = get_section(contexts[0], chapter=4).tokens
+    baking = get_section(contexts[1], chapter=5).tokens
+    budget = minimum + kickstand + baking + 120  # both, with their headings and citations
+    for query in ("kickstand baking", "the kickstand, and the baking", "tilt crust", "KICKSTANDS baked"):
+        pack = render_many(contexts, max_tokens=budget, query=query)
+        assert estimate_tokens(pack) <= budget
+        bike, bread = (chosen_entries(section) for section in video_sections(pack))
+        assert bike[4] and bread[5], query
+        assert "### The kickstand (chapter 4)" in pack and "### Baking (chapter 5)" in pack
+        assert "4 · 4:50 The kickstand · 245 tokens · match · below" in pack
+        assert_whole_chapters(pack, contexts)
+    without = render_many(contexts, max_tokens=budget)
+    assert not chosen_entries(video_sections(without)[0])[4]  # spread: the first and last come first
+
+
+def test_a_query_that_matches_nothing_spreads_the_chapters() -> None:
+    contexts = [long_context("Ab12Cd34Ef5", 24, title="Cold start", chapters=True)]  # six equal chapters
+    size = get_section(contexts[0], chapter=0).tokens
+    budget = minimum_of(contexts) + int(3.5 * size)
+    pack = render_many(contexts, max_tokens=budget, query="zeppelin")
+    assert pack == render_many(contexts, max_tokens=budget, query="zeppelin")
+    assert " · match" not in pack
+    chosen = chosen_entries(video_sections(pack)[0])
+    assert [i for i, below in chosen.items() if below] == [0, 2, 5]  # the first, the last, the middle
+    assert pack == render_many(contexts, max_tokens=budget).replace(
+        "spread across each video", 'matches for "zeppelin" first, then spread across each video'
+    )
+
+
+def test_the_budget_is_shared_between_videos() -> None:
+    contexts = [bike_review(), sourdough(), topic_talk("ThirdTalk01", "Another review", BIKE_TOPICS, seed=5)]
+    minimum = minimum_of(contexts)
+    for extra in (900, 1500, 3000):
+        pack = render_many(contexts, max_tokens=minimum + extra)
+        kept = []
+        for section, context in zip(video_sections(pack), contexts, strict=True):
+            chosen = [i for i, below in chosen_entries(section).items() if below]
+            assert chosen, (extra, context.id)  # every video gets a whole chapter
+            kept.append(sum(get_section(context, chapter=i).tokens for i in chosen))
+        assert max(kept) - min(kept) < 400, (extra, kept)  # no video takes the others' share
+
+
+def test_videos_without_chapters_are_read_by_time_sections() -> None:
+    context = bike_review(chapters=False)
+    budget = minimum_of([context]) + 1200
+    pack = render_many([context], max_tokens=budget)
+    assert "- Outline: 2 sections of about five minutes (no chapters), 1 in full below\n" in pack
+    assert "  - 0 · 0:00–5:03 · 1029 tokens · below" in pack and "### 0:00–5:03 (section 0)" in pack
+    assert_whole_chapters(pack, [context])
+
+
+def test_the_outline_names_the_call_for_each_part() -> None:
+    def reader(context: VideoContext) -> str:
+        return f"read {context.id} N"
+
+    contexts = [bike_review(), sourdough()]
+    budget = minimum_of(contexts) + 300
+    pack = render_many(contexts, max_tokens=budget, reader=reader)
+    assert "read chapter N (for the tokens beside it): read youtube:BikeReview1 N\n" in pack
+    rest = render_many(contexts, max_tokens=budget + 100, reader=section_route("auto", "de"))
+    assert (
+        "read chapter N (for the tokens beside it): GET /api/v1/section?url=youtube:Sourdough01&lang=de&chapter=N\n"
+        in rest
+    )
+    bare = render_many(contexts, max_tokens=budget)  # no surface to name a call for
+    assert re.search(r"^- Outline: 8 chapters, \d in full below$", bare, re.MULTILINE)
+
+
+def test_not_included_lists_every_input_left_out_and_why() -> None:
+    contexts = [bike_review(), sourdough()]
+    failed = PACK_FAILED[:1]
+    left_out = [("https://www.youtube.com/playlist?list=PLx", "3 of its videos, beyond limit=2")]
+    minimum = minimum_of(contexts, failed=failed, left_out=left_out)
+    pack = render_many(contexts, max_tokens=minimum, failed=failed, left_out=left_out)
+    assert pack.startswith("# Context pack: 2 videos, 2 not included\n")
+    not_included = pack.split("## Not included\n", 1)[1].splitlines()
+    assert not_included == [
+        "- https://youtu.be/xxxxxxxxxxx: unavailable: This video is private.",
+        "- https://www.youtube.com/playlist?list=PLx: left out: 3 of its videos, beyond limit=2",
+        "- Video 1's transcript: none of its chapters fit what the budget left (its outline names the call for each).",
+        "- Video 2's transcript: none of its chapters fit what the budget left (its outline names the call for each).",
+    ]
+    # With room for some chapters, only the videos left without any are listed, and truly so.
+    for extra in range(0, 1400, 50):
+        pack = render_many(contexts, max_tokens=minimum + extra, failed=failed, left_out=left_out)
+        for number, section in enumerate(video_sections(pack), start=1):
+            listed = f"- Video {number}'s transcript: none of its" in pack
+            assert listed == (not any(chosen_entries(section).values())), (extra, number)
+    whole = render_many(contexts, failed=failed, left_out=left_out)
+    assert "3 of its videos, beyond limit=2" in whole and "Video 1's transcript" not in whole
 
 
 @pytest.mark.parametrize("bad", [0, -5, True])
@@ -665,6 +845,14 @@ def test_pack_rejects_budgets_below_one(bad: int) -> None:
     assert caught.value.code is ErrorCode.BAD_REQUEST
 
 
+def test_query_checks() -> None:
+    assert check_query(None) is None and check_query("  \n ") is None
+    assert check_query(" kickstand\n angle ") == "kickstand angle"
+    with pytest.raises(VidError) as caught:
+        check_query("x" * (MAX_QUERY_CHARS + 1))
+    assert caught.value.code is ErrorCode.BAD_REQUEST and caught.value.hint
+
+
 def test_pack_of_failures_only() -> None:
     pack = render_many([], failed=PACK_FAILED)
     assert pack.startswith("# Context pack: 0 videos, 2 not included\n")
@@ -672,7 +860,25 @@ def test_pack_of_failures_only() -> None:
 
 
 def test_pack_formatter_renders_one_video_with_budget() -> None:
-    context = long_context("Ab12Cd34Ef5", 23, title="Cold start")
+    context = long_context("Ab12Cd34Ef5", 23, title="Cold start", chapters=True)
     pack = render(context, "pack", RenderOptions(max_tokens=800))
     assert estimate_tokens(pack) <= 800
-    assert TRUNCATED.search(pack)
+    assert "· below" in pack
+    assert_whole_chapters(pack, [context])
+
+
+# --- keyword relevance (until search is built) ---------------------------------------------------
+
+
+def test_relevance_scores_the_parts_that_say_the_words() -> None:
+    parts = ["the kickstand bends back", "baking the loaf, then bake again", "nothing here", ""]
+    assert query_terms("How does the Kickstand bake?") == ["kickstand", "bak"]
+    scores = part_scores("kickstand", parts)
+    assert scores[0] > 0 and scores[1:] == [0.0, 0.0, 0.0]
+    baked = part_scores("baked", parts)
+    assert baked[1] > 0 and baked[0] == baked[2] == 0.0
+    assert part_scores("the of and", parts) == [0.0] * 4  # only common words
+    assert part_scores(None, parts) == [0.0] * 4 and part_scores("x", []) == []
+    # A word every part says counts for less than one only some say.
+    common = part_scores("engine kickstand", ["engine kickstand", "engine", "engine"])
+    assert common[0] > 2 * part_scores("engine", ["engine kickstand", "engine", "engine"])[0]

@@ -12,7 +12,9 @@ orders, a call had one deadline or two)::
   first occurrence of a video keeps its place and label (the caller's own input for a video, the
   video's URL for a list's member). An input that cannot be read or expanded stays in its place
   as its error. ``limit`` bounds the distinct videos: beyond it the batch is refused
-  (``too-large``, before any video is read) or, with ``leave_out``, the rest are counted and left.
+  (``too-large``, before any video is read) or, with ``leave_out``, the rest are counted and left,
+  and each input that lost videos to the limit is named with how many (``left_out_by``), so a
+  pack can say what it left out.
 - **Reading** goes ``concurrency`` at a time (4 by default) so one call cannot flood the upstream.
   One video that cannot be read never fails the batch: its ``VidError`` is recorded (a bug is
   logged and recorded as ``internal``). Results keep input order, whichever finished first.
@@ -31,7 +33,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import pipeline
@@ -78,6 +80,9 @@ class Batch:
     """Distinct videos plus inputs that failed before reading: every place the batch accounts for."""
     left_out: int = 0
     """Distinct videos beyond ``limit`` (with ``leave_out``)."""
+    left_out_by: list[tuple[str, int]] = field(default_factory=list)
+    """Each input that lost videos to ``limit``, in input order, with how many it lost (1 for a
+    video; a list may lose many); the counts add up to ``left_out``."""
 
     def raise_if_empty(self, hint: str) -> None:
         """Nothing to answer with: raise the first failure (its own code), else ``bad-request``."""
@@ -118,12 +123,13 @@ async def _expand(
     leave_out: bool,
     on_item: OnEvent | None,
     on_progress: OnEvent | None,
-) -> tuple[list[Entry], int]:
-    """The entries in input order, and how many distinct videos ``leave_out`` left out."""
+) -> tuple[list[Entry], list[tuple[str, int]]]:
+    """The entries in input order, and each input ``leave_out`` left videos of, with how many."""
     cap = runtime.settings.max_playlist_items
     entries: list[Entry] = []
     seen: set[str] = set()
-    left_out = 0
+    dropped: set[str] = set()
+    left_out: list[tuple[str, int]] = []
     for source in inputs:
         text = source if isinstance(source, str) else source.url or source.id
         try:
@@ -141,14 +147,18 @@ async def _expand(
             entries.append((text, error))
             await emit(on_item, {"id": text[:200], "outcome": "error", "error": error_body(error)})
             continue
+        lost = 0
         for label, video in found:
-            if video.id in seen:
+            if video.id in seen or video.id in dropped:
                 continue
             if limit is not None and leave_out and len(seen) >= limit:
-                left_out += 1
+                dropped.add(video.id)
+                lost += 1
                 continue
             seen.add(video.id)
             entries.append((label, video))
+        if lost:
+            left_out.append((text, lost))
         if limit is not None and len(seen) > limit:
             raise VidError(
                 ErrorCode.TOO_LARGE,
@@ -226,7 +236,7 @@ async def read_videos(
     video is read, unless ``leave_out`` counts the rest in ``left_out`` instead. Never raises for
     one input or video; raises when ``ctx`` is aborted. The module docstring has the rules.
     """
-    entries, left_out = await _expand(
+    entries, left_out_by = await _expand(
         runtime, inputs, ctx=ctx, limit=limit, leave_out=leave_out, on_item=on_item, on_progress=on_progress
     )
     refs = [entry for _, entry in entries if isinstance(entry, VideoRef)]
@@ -244,4 +254,10 @@ async def read_videos(
             failed.append((label, result))
         else:
             contexts.append(result)
-    return Batch(contexts=contexts, failed=failed, total=len(entries), left_out=left_out)
+    return Batch(
+        contexts=contexts,
+        failed=failed,
+        total=len(entries),
+        left_out=sum(count for _, count in left_out_by),
+        left_out_by=left_out_by,
+    )

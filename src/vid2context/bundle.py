@@ -34,6 +34,7 @@ import msgspec
 from .errors import VidError
 from .formats import RenderOptions, get_formatter, render_many
 from .formats.blocks import transcript_tokens
+from .formats.pack import Reader, ReadingCosts
 from .models import Base, Comment, FailedInput, VideoContext
 
 __all__ = ["Bundle", "BundleManifest", "BundleVideo", "build_bundle", "slugify"]
@@ -108,14 +109,20 @@ def build_bundle(
     comments: Mapping[str, list[Comment]] | None = None,
     comment_failures: Sequence[tuple[str, VidError]] = (),
     now: datetime | None = None,
+    query: str | None = None,
+    reader: Reader | None = None,
+    costs: ReadingCosts | None = None,
 ) -> Bundle:
     """The zip for ``contexts``: ``context.md``, each format per video, ``manifest.json``.
 
     ``formats`` are formatter ids (``bad-request`` for an unknown one); ``failed`` lists the
-    ``(input, error)`` pairs left out; ``comments`` maps a video id to its comments.
+    ``(input, error)`` pairs left out; ``comments`` maps a video id to its comments. ``max_tokens``,
+    ``query``, ``reader`` and ``costs`` shape ``context.md`` as they shape a pack (``formats.pack``).
     """
     formatters = list({f.id: f for f in (get_formatter(format_id) for format_id in formats)}.values())
-    pack = render_many(contexts, max_tokens=max_tokens, failed=failed)
+    pack = render_many(
+        contexts, max_tokens=max_tokens, failed=failed, query=query, reader=reader, costs=costs
+    )
     moment = now or datetime.now(UTC)
     root = _root_name(contexts)
     stamp = moment.timetuple()[:6]

@@ -36,6 +36,7 @@ from .formats import get_formatter
 from .inputs import is_list
 from .jobs import JobKind, JobRun
 from .models import Base, FailedInput, VideoContext, VideoSummary
+from .outline import text_costs
 from .storage.base import summarize
 
 if TYPE_CHECKING:
@@ -203,8 +204,17 @@ async def _run_bundle(run: JobRun) -> BundleResult:
         on_progress=run.progress_event,
     )
     found.raise_if_empty("Give video URLs, or lists that hold some.")
+    from .api.packs import section_route  # the bundle is read over REST: its outlines name routes
+
+    lang = options.get("lang")
+    reading = text_costs(lang)
     bundle = build_bundle(
-        found.contexts, formats=options["formats"], max_tokens=options["max_tokens"], failed=found.failed
+        found.contexts,
+        formats=options["formats"],
+        max_tokens=options["max_tokens"],
+        failed=found.failed,
+        reader=section_route(options.get("mode"), lang),
+        costs=lambda _: reading,
     )
     key = f"blobs/jobs/{run.id}/{bundle.root}.zip"
     await runtime.blobs.put_blob(key, bundle.data, content_type="application/zip")

@@ -7,6 +7,10 @@ by ``batch.read_videos`` (``CONCURRENCY`` at a time), the way every surface read
 One video that cannot be read never fails the request: it is listed under "Not included" in the
 pack (and in the bundle's manifest). When no video at all could be read there is nothing to
 answer with, so the first failure is the answer, with its own code and status.
+
+``maxTokens`` bounds the body: a pack larger than that is chosen by ``formats.pack`` (every
+video's outline, then whole chapters, ``query`` matches first), each outline naming
+``GET /api/v1/section`` for the parts left out.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import msgspec
 from litestar import Request, Response, get, post
@@ -27,7 +32,9 @@ from ..bundle import build_bundle
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
 from ..formats import FORMATTERS, render_many
+from ..formats.pack import MAX_QUERY_CHARS, Reader, check_query
 from ..models import Base, Comment, Mode, VideoContext
+from ..outline import text_costs
 from ..pipeline import get_comments
 from ..runtime import Runtime
 from .middleware import request_ctx
@@ -52,6 +59,7 @@ __all__ = [
     "bundle_post",
     "pack_get",
     "pack_post",
+    "section_route",
 ]
 
 MAX_BUDGET = 10_000_000
@@ -74,7 +82,22 @@ UrlsQuery = Annotated[
     QueryParameter(description="Videos or lists (expanded), one url= each; at most 100 videos in all."),
 ]
 MaxTokensQuery = Annotated[
-    str | None, QueryParameter(name="maxTokens", description="Token budget for the pack (1 or more).")
+    str | None,
+    QueryParameter(
+        name="maxTokens",
+        description="Token budget for the whole body (1 or more). A pack that fits comes whole; a larger one "
+        "keeps every video's outline (each chapter's tokens and its GET /api/v1/section call), then whole "
+        "chapters, query matches first, then spread across the video. Less than the outlines need: 400 "
+        "with the minimum in the hint.",
+    ),
+]
+PackQuery = Annotated[
+    str | None,
+    QueryParameter(
+        name="query",  # the handler's argument cannot be called query: Litestar gives it the query string
+        description=f"Keywords (at most {MAX_QUERY_CHARS} characters) for the chapters a maxTokens budget keeps "
+        "first: keyword relevance within each video. Without maxTokens nothing is left out.",
+    ),
 ]
 _PACK_MIME = FORMATTERS["pack"].mime_type
 _INPUTS_HINT = (
@@ -91,6 +114,8 @@ class PackRequest(Base, kw_only=True, forbid_unknown_fields=True):
     max_tokens: Annotated[int, msgspec.Meta(ge=1, le=MAX_BUDGET)] | None = None
     mode: Mode | None = None
     lang: str | None = None
+    query: Annotated[str, msgspec.Meta(max_length=MAX_QUERY_CHARS)] | None = None
+    """Keywords for the chapters a ``maxTokens`` budget keeps first."""
 
 
 class BundleRequest(PackRequest, kw_only=True, forbid_unknown_fields=True):
@@ -98,6 +123,21 @@ class BundleRequest(PackRequest, kw_only=True, forbid_unknown_fields=True):
 
     formats: list[str] | None = None
     comments: bool = False
+
+
+def section_route(mode: str | None = None, lang: str | None = None) -> Reader:
+    """The REST reader: ``GET /api/v1/section?url=<id>&chapter=N``, with the pack's ``mode`` and
+    ``lang`` when they are not the defaults, so the section is read from the same transcript."""
+    extra = "".join(
+        f"&{name}={quote(value, safe='')}"
+        for name, value in (("mode", mode), ("lang", lang))
+        if value and not (name == "mode" and value == "auto")
+    )
+
+    def reader(context: VideoContext) -> str:
+        return f"GET /api/v1/section?url={quote(context.id, safe=':@/')}{extra}&chapter=N"
+
+    return reader
 
 
 def _too_many(count: str) -> VidError:
@@ -150,12 +190,21 @@ async def _body_inputs(runtime: Runtime, data: PackRequest) -> list[str]:
 
 
 async def _pack(
-    request: Request, inputs: list[str], mode: Mode, lang: str | None, budget: int | None
+    request: Request, inputs: list[str], mode: Mode, lang: str | None, budget: int | None, query: str | None
 ) -> Response[str]:
     runtime = runtime_of(request)
     ctx = request_ctx(request, runtime)
     contexts, failed = await _read(runtime, inputs, mode=mode, lang=lang, ctx=ctx)
-    return text_response(render_many(contexts, max_tokens=budget, failed=failed), _PACK_MIME)
+    reading = text_costs(lang)  # what GET /api/v1/section answers, as the outline's figures
+    text = render_many(
+        contexts,
+        max_tokens=budget,
+        failed=failed,
+        query=query,
+        reader=section_route(mode, lang),
+        costs=lambda _: reading,
+    )
+    return text_response(text, _PACK_MIME)
 
 
 @get("/api/v1/pack", media_type=_PACK_MIME)
@@ -165,19 +214,24 @@ async def pack_get(
     max_tokens: MaxTokensQuery = None,
     mode: ModeQuery = None,
     lang: LangQuery = None,
+    keywords: PackQuery = None,
 ) -> Response[str]:
-    """The context pack (Markdown) for one or more ``url`` values; lists are expanded."""
+    """The context pack (Markdown) for one or more ``url`` values; lists are expanded. With
+    ``maxTokens`` the whole body fits it: outlines, then whole chapters (``query`` matches first)."""
     budget, checked_mode, checked_lang = _budget(max_tokens), parse_mode(mode), parse_lang(lang)
-    return await _pack(request, _query_inputs(url), checked_mode, checked_lang, budget)
+    checked_query = check_query(keywords)
+    return await _pack(request, _query_inputs(url), checked_mode, checked_lang, budget, checked_query)
 
 
 @post("/api/v1/pack", status_code=200, media_type=_PACK_MIME, exception_handlers=BODY_ERRORS)
 async def pack_post(request: Request, data: JSONBody[PackRequest]) -> Response[str]:
-    """The context pack for ``inputs`` and/or ``collectionId``."""
+    """The context pack for ``inputs`` and/or ``collectionId``; ``maxTokens`` and ``query`` as
+    for GET."""
     data = await decode_body(request, PackRequest)  # strict: Litestar's decode was lenient
     checked_mode, checked_lang = parse_mode(data.mode), parse_lang(data.lang)
+    checked_query = check_query(data.query)
     inputs = await _body_inputs(runtime_of(request), data)
-    return await _pack(request, inputs, checked_mode, checked_lang, data.max_tokens)
+    return await _pack(request, inputs, checked_mode, checked_lang, data.max_tokens, checked_query)
 
 
 async def _chunks(data: bytes) -> AsyncIterator[bytes]:
@@ -194,6 +248,7 @@ async def _bundle(
     mode: Mode,
     lang: str | None,
     budget: int | None,
+    query: str | None,
 ) -> Stream:
     runtime = runtime_of(request)
     ctx = request_ctx(request, runtime)
@@ -202,8 +257,17 @@ async def _bundle(
     missed: list[tuple[str, VidError]] = []
     if comments:
         found, missed = await _read_all_comments(runtime, contexts, ctx)
+    reading = text_costs(lang)
     bundle = build_bundle(
-        contexts, formats=formats, max_tokens=budget, failed=failed, comments=found, comment_failures=missed
+        contexts,
+        formats=formats,
+        max_tokens=budget,
+        failed=failed,
+        comments=found,
+        comment_failures=missed,
+        query=query,
+        reader=section_route(mode, lang),
+        costs=lambda _: reading,
     )
     return Stream(
         _chunks(bundle.data),
@@ -248,11 +312,14 @@ async def bundle_get(
     max_tokens: MaxTokensQuery = None,
     mode: ModeQuery = None,
     lang: LangQuery = None,
+    keywords: PackQuery = None,
 ) -> Stream:
-    """A zip: ``context.md``, the chosen ``formats`` (comma-separated) per video, a manifest."""
+    """A zip: ``context.md``, the chosen ``formats`` (comma-separated) per video, a manifest;
+    ``maxTokens`` and ``query`` shape ``context.md`` as they shape a pack."""
     chosen = [f.id for f in parse_formats(formats)]
     with_comments = parse_bool("comments", comments)
     budget, checked_mode, checked_lang = _budget(max_tokens), parse_mode(mode), parse_lang(lang)
+    checked_query = check_query(keywords)
     return await _bundle(
         request,
         _query_inputs(url),
@@ -261,6 +328,7 @@ async def bundle_get(
         mode=checked_mode,
         lang=checked_lang,
         budget=budget,
+        query=checked_query,
     )
 
 
@@ -270,6 +338,7 @@ async def bundle_post(request: Request, data: JSONBody[BundleRequest]) -> Stream
     data = await decode_body(request, BundleRequest)  # strict: Litestar's decode was lenient
     chosen = [f.id for f in parse_formats(data.formats)]
     checked_mode, checked_lang = parse_mode(data.mode), parse_lang(data.lang)
+    checked_query = check_query(data.query)
     inputs = await _body_inputs(runtime_of(request), data)
     return await _bundle(
         request,
@@ -279,4 +348,5 @@ async def bundle_post(request: Request, data: JSONBody[BundleRequest]) -> Stream
         mode=checked_mode,
         lang=checked_lang,
         budget=data.max_tokens,
+        query=checked_query,
     )

@@ -1,8 +1,8 @@
 """Context pack pages: a pack longer than the page size, cut between its blocks, nothing left out.
 
 ``export_context_pack`` without ``maxTokens`` pages the whole pack at the server's page size
-(``maxTokens`` is the contract's budget, which cuts every transcript to fit; a page size must not
-drop anything the caller did not ask to drop). The pack is Markdown in blocks parted by blank
+(``maxTokens`` is the contract's budget, which selects outlines and whole chapters to fit; a page
+size must not drop anything the caller did not ask to drop). The pack is Markdown in blocks parted by blank
 lines: the title, the citation line, the index, then each video's header, chapter headings and
 cited paragraphs, then "Not included". A page is the title and citation line (the *preamble*)
 followed by whole *units*: a block, or headings together with the block after them, so a page

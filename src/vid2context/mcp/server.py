@@ -42,9 +42,10 @@ Fetch less, in this order:
    export_context_pack comes in pages (maxTokens sets the size, else the server does); each page ends with
    the exact call for the next one and its next_cursor. Never page through a long transcript just to
    answer a question that a section answers.
-For several videos use export_context_pack (maxTokens cuts every transcript to fit a budget; without it
-the whole pack comes in pages); collections group videos to read together; the prompts brief and
-buyer_guide plan a cited answer.
+For several videos use export_context_pack: without maxTokens the whole pack comes in pages; with it
+the result fits that budget, holding every video's outline and the whole chapters that fit (give query
+to choose them), and the outline names the get_section call for each part left out. Collections group
+videos to read together; the prompts brief and buyer_guide plan a cited answer.
 
 Text results have an [m:ss] on every line (timestamps=false turns them off); the header gives the link
 for any moment once ("moment links: ...&t=<seconds>s": put the seconds in). Cite claims as
