@@ -299,8 +299,10 @@ async def test_an_mcp_run_hands_its_task_to_keep_alive_and_outlives_the_lifespan
     runtimes: Runtimes, httpx_mock: HTTPXMock
 ) -> None:
     upstream_may_answer = asyncio.Event()
+    upstream_asked = asyncio.Event()
 
     async def slow(request: httpx.Request) -> httpx.Response:
+        upstream_asked.set()
         await upstream_may_answer.wait()  # the run is still going when the lifespan ends
         return httpx_callback(request)
 
@@ -311,6 +313,8 @@ async def test_an_mcp_run_hands_its_task_to_keep_alive_and_outlives_the_lifespan
     async with Client(server) as connected:
         first = (await connected.call_tool("get_outline", {"url": VIDEO})).structured_content
         assert first["status"] == "processing"
+        # On a loaded machine the run may not have reached the fetch within wait_s: wait for it.
+        await asyncio.wait_for(upstream_asked.wait(), 30)
         # two tasks held: the MCP run, and the upstream fetch it waits on (runtime.flights)
         assert len(kept.tasks) == 2
         await server.deps.runs.aclose()  # what the /mcp lifespan does when the Worker ends it
