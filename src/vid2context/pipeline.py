@@ -25,12 +25,15 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TypeVar
 
+import msgspec
+
 from .chunking import transcribe_audio
 from .ctx import Ctx
 from .errors import ErrorCode, Hint, VidError, per_surface, steps
 from .inputs import is_list, parse_input
 from .models import Attempt, Comment, Mode, Stage, Transcript, VideoContext, VideoMetadata, VideoRef
 from .providers.base import AudioSource, SourceProvider
+from .providers.captions import missing_note, same_language
 from .providers.speech import AudioInput, SpeechToText
 from .runtime import Runtime
 
@@ -163,7 +166,8 @@ def _combine(errors: list[VidError], attempts: list[Attempt]) -> VidError:
 
 
 def _cache_fits(context: VideoContext, mode: Mode, lang: str | None) -> bool:
-    """Whether a saved context answers this request without a new fetch."""
+    """Whether a saved context answers this request without a new fetch: a transcript in ``lang``,
+    or the best track saved for the same missing ``lang`` before."""
     transcript = context.transcript
     if transcript is None:
         return False
@@ -171,9 +175,21 @@ def _cache_fits(context: VideoContext, mode: Mode, lang: str | None) -> bool:
         return False
     if mode == "captions" and transcript.origin == "asr":
         return False
-    if lang and transcript.language:
-        return transcript.language.lower().split("-")[0] == lang.lower().split("-")[0]
+    if lang and transcript.language and not same_language(lang, transcript.language, exact=False):
+        asked = transcript.requested_language
+        return asked is not None and same_language(lang, asked, exact=True)
     return True
+
+
+def _as_asked(transcript: Transcript | None, lang: str | None) -> Transcript | None:
+    """A saved transcript as the answer to this call: a language a call asked for before (and
+    that had no track) is no longer said to be missing, unless this call asks for it again."""
+    missing = transcript.requested_language if transcript is not None else None
+    if transcript is None or missing is None or (lang and same_language(lang, missing, exact=True)):
+        return transcript
+    said = missing_note(missing, transcript.available_languages)
+    note = (transcript.note or "").replace(said, "") or None
+    return msgspec.structs.replace(transcript, requested_language=None, note=note)
 
 
 def _check_mode(mode: str) -> Mode:
@@ -216,7 +232,7 @@ async def get_context(
             return VideoContext(
                 id=cached.id,
                 metadata=cached.metadata,
-                transcript=cached.transcript,
+                transcript=_as_asked(cached.transcript, lang),
                 comments=cached.comments,
                 attempts=[hit],
                 fetched_at=cached.fetched_at,

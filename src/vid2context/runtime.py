@@ -28,6 +28,7 @@ from .providers.speech import SpeechToText
 from .providers.stt import hosted_rungs, ordered, stt_plan
 from .providers.upload import UploadProvider
 from .providers.youtube import YouTubeProvider
+from .refusals import Where
 from .settings import SETTINGS, Settings, load_settings
 from .singleflight import SingleFlight
 from .storage.base import BlobStore, KvStore, Storage
@@ -127,7 +128,12 @@ def build_runtime(
     """A runtime with the portable providers only: what every platform can run."""
     client = http or make_http_client(settings)
     sources: list[SourceProvider] = [
-        YouTubeProvider(client, origin=settings.youtube_origin, max_items=settings.max_playlist_items),
+        YouTubeProvider(
+            client,
+            origin=settings.youtube_origin,
+            max_items=settings.max_playlist_items,
+            where=Where(edge=name == "worker", files=name != "worker" and not settings.public),
+        ),
     ]
     runtime = Runtime(
         settings=settings,

@@ -492,6 +492,8 @@ class LocalFileProvider:
                 producer="local/sidecar" if source.kind == "sidecar" else "local/ffmpeg",
                 segments=segments,
                 note=f"{note}; {source.label}",
+                requested_language=choice.missing,
+                available_languages=[code for code in choice.languages if code != "und"],
             )
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,

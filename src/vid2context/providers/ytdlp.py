@@ -376,6 +376,8 @@ class YtDlpProvider:
             producer=f"{PRODUCER}/{ext}",
             segments=segments,
             note=choice.note,
+            requested_language=choice.missing,
+            available_languages=list(choice.languages),
         )
 
     async def items(self, ref: VideoRef, ctx: Ctx, *, limit: int | None = None) -> list[VideoRef]:
