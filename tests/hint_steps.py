@@ -34,7 +34,10 @@ from vid2context.mcp import create_mcp
 from vid2context.runtime import build_runtime
 from vid2context.settings import SETTINGS, load_settings
 
-__all__ = ["Surface", "problems", "steps_named", "surfaces"]
+__all__ = ["INPUT_CODES", "Surface", "corrects", "problems", "steps_named", "surfaces"]
+
+INPUT_CODES = frozenset({"unsupported-input", "bad-request", "too-large", "not-found"})
+"""The codes about what the caller sent: a hint that says how to send it right is a next step."""
 
 SETTING_NAMES = frozenset(setting.env for setting in SETTINGS)
 _TELL = re.compile(r"tell the user\b.*\bdo not\s+(?:retry|call again)", re.IGNORECASE | re.DOTALL)
@@ -42,11 +45,24 @@ _SETTING = re.compile(r"\b(?:VID2CONTEXT|GROQ|CLOUDFLARE)_[A-Z0-9_]+\b")
 _ROUTE = re.compile(r"\b(GET|POST|PUT|PATCH|DELETE) (/[^\s,;)`'\"]*[^\s,;)`'\".])")
 _ASSIGN = re.compile(r"(?<![\w/.&?-])([a-zA-Z][a-zA-Z_]*)=(?!=)")
 _VERB_ARG = re.compile(
-    r"\b(?:give|pass|use|leave|with|as|add|send)\s+(?:the\s+|a\s+|an\s+|its\s+)?([a-zA-Z][a-zA-Z_]*)\b",
+    r"\b(?:give|pass|use|leave|with|as|add|send|set|fix|without|no|in|keep|put|choose|split)\s+"
+    r"(?:the\s+|a\s+|an\s+|its\s+|each\s+)?`?([a-zA-Z][a-zA-Z_-]*)`?",
     re.IGNORECASE,
 )
+_CODE = re.compile(r"`[^`]*`")
+_QUOTED = re.compile(r"`([a-zA-Z][a-zA-Z_-]*)`")
+_HEADERS = frozenset({"Authorization", "Content-Length", "Content-Type", "Last-Event-ID", "If-None-Match"})
+"""Request headers are a REST call's arguments too."""
 _AGAIN = re.compile(r"\brepeat (?:the|this|that) call\b|\bthe same call again\b", re.IGNORECASE)
 """Calling again is the step for a call that was canceled or ran out of time."""
+_CORRECTION = re.compile(
+    r"(?:^|[.;:]\s+|, or\s+)(?:Give|Use|Pass|Send|Remove|Check|Put|Leave|Split|Keep|Shorten|Compress|"
+    r"Reduce|Move|Fix|Name|Start|Choose|Quote|Upload|Read|Make|List)\b",
+    re.IGNORECASE,
+)
+"""An imperative telling the caller how to change what it sent (``Give a full URL ...``)."""
+_RETRY = re.compile(r"(?<!not )\bretry\b", re.IGNORECASE)
+_BOUNDED = re.compile(r"\bonce\b|retry-after|tell the user|\bwait\b|\bin a moment\b", re.IGNORECASE)
 _TOOLISH = re.compile(r"\b(?:get|list|create|add|export|search|delete)_[a-z_]+\b")
 _METHODS = {"tools/list", "resources/list", "resources/read", "prompts/list"}
 
@@ -101,8 +117,11 @@ async def _collect() -> dict[str, Surface]:
             for media in operation.get("requestBody", {}).get("content", {}).values():
                 parameters |= _schema_properties(media.get("schema"), components)
     arguments = {name for tool in tools for name in tool.input_schema.get("properties", {})}
+    # Served by the app beside the OpenAPI routes: the MCP endpoint and its server card, which the
+    # HTTP transport's own answers name to the client software.
+    routes |= {("POST", "/mcp"), ("GET", "/mcp/server-card")}
     return {
-        "rest": Surface("rest", arguments=frozenset(parameters), routes=frozenset(routes)),
+        "rest": Surface("rest", arguments=frozenset(parameters | _HEADERS), routes=frozenset(routes)),
         "mcp": Surface(
             "mcp", tools=frozenset(t.name for t in tools) | _METHODS, arguments=frozenset(arguments)
         ),
@@ -131,11 +150,21 @@ def steps_named(hint: str, surface: Surface) -> list[str]:
     found += [tool for tool in surface.tools if re.search(rf"(?<![\w/]){re.escape(tool)}\b", hint)]
     found += [f"{name}=" for name in _ASSIGN.findall(hint) if name in surface.arguments]
     found += [f"argument {name}" for name in _VERB_ARG.findall(hint) if name in surface.arguments]
+    found += [f"argument {name}" for name in _QUOTED.findall(hint) if name in surface.arguments]
     return found
 
 
-def problems(hint: str | None, surface: Surface) -> list[str]:
-    """What is wrong with ``hint`` on ``surface``: empty when it names a step and nothing unreal."""
+def corrects(hint: str) -> bool:
+    """Whether ``hint`` tells the caller how to change what it sent (for ``INPUT_CODES``)."""
+    return bool(_CORRECTION.search(hint))
+
+
+def problems(hint: str | None, surface: Surface, *, code: str | None = None) -> list[str]:
+    """What is wrong with ``hint`` on ``surface``: empty when it names a step and nothing unreal.
+
+    A hint for one of ``INPUT_CODES`` (or of no known code) may instead say how to send the input
+    right. "Retry" is bounded: once, after a wait, or with what to tell the user if it fails again.
+    """
     if not hint:
         return ["no hint"]
     wrong = [f"setting {name} is not read" for name in _SETTING.findall(hint) if name not in surface.settings]
@@ -151,9 +180,11 @@ def problems(hint: str | None, surface: Surface) -> list[str]:
         wrong += [f"tool {name} named to a REST client" for name in _TOOLISH.findall(hint) if name in tools]
     wrong += [
         f"{name}= is no argument here"
-        for name in _ASSIGN.findall(hint)
+        for name in _ASSIGN.findall(_CODE.sub("", hint))  # a `command` is the user's to run
         if name not in surface.arguments and name not in surface.settings
     ]
-    if not steps_named(hint, surface):
+    if not steps_named(hint, surface) and not ((code is None or code in INPUT_CODES) and corrects(hint)):
         wrong.append("names no step")
+    if _RETRY.search(hint) and not _BOUNDED.search(hint):
+        wrong.append("an unbounded retry")
     return wrong

@@ -36,7 +36,7 @@ from typing import Protocol, TypeVar
 import msgspec
 
 from .ctx import Ctx
-from .errors import ErrorCode, VidError
+from .errors import ErrorCode, VidError, per_surface
 from .models import Segment, Transcript
 from .providers.speech import AudioInput, RungError, SpeechToText
 
@@ -101,7 +101,12 @@ class PassthroughPrep:
             raise VidError(
                 ErrorCode.NO_PROVIDER,
                 f"{audio.describe()} is a file, and this runtime cannot read files.",
-                hint="Transcribe local files with the local runtime (`vid2context get FILE`).",
+                hint=per_surface(
+                    rest="Upload the file (POST /api/v1/uploads) and read the upload:<sha256> it returns, "
+                    "or tell the user the local runtime reads files (`vid2context get FILE`).",
+                    mcp="Tell the user, and do not retry: this server cannot read files; the local "
+                    "runtime can (`vid2context get FILE`, or `vid2context mcp`).",
+                ),
             )
         if not audio.data:
             raise VidError(
@@ -237,7 +242,8 @@ def _require_words(transcript: Transcript, rung: SpeechToText, audio: AudioInput
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
             f"{rung.id} heard no speech in {audio.describe()}.",
-            hint="The audio may be silent or music only.",
+            hint="Tell the user the audio has no speech to transcribe (it may be silent or music only); do "
+            "not retry.",
         )
     return transcript
 

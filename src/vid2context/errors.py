@@ -197,8 +197,8 @@ class VidError(Exception):
         return cls(
             ErrorCode.INTERNAL,
             "Internal error.",
-            hint="Tell the user it is a bug in vid2context, to report with the time of the call; "
-            "do not retry more than once.",
+            hint="Tell the user something failed inside vid2context (the server's log has the "
+            "details; report it as a bug); do not retry more than once.",
             attempts=attempts,
         )
 

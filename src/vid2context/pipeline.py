@@ -97,12 +97,18 @@ def _no_provider_text(ref: VideoRef) -> tuple[str, Hint]:
     if ref.platform == "web":
         return (
             f"No provider here can read {ref.url}.",
-            "Pages other than YouTube need yt-dlp: run vid2context locally with the `local` extra installed.",
+            "Tell the user, and do not retry: pages other than YouTube are read by yt-dlp, which this "
+            "server lacks; the local runtime with the `local` extra reads them (`vid2context get URL`).",
         )
     if ref.platform == "local":
         return (
             f"No provider here can read the local file {ref.native_id}.",
-            "Local files need the local runtime with ffmpeg installed (`pip install 'vid2context[local]'`).",
+            per_surface(
+                rest="Upload the file (POST /api/v1/uploads) and read the upload:<sha256> it returns, "
+                "or tell the user the local runtime reads files (`vid2context get FILE`).",
+                mcp="Tell the user, and do not retry: this server cannot read files; the local runtime "
+                "with ffmpeg can (`vid2context get FILE`, or `vid2context mcp`).",
+            ),
         )
     if ref.platform == "upload":
         return (
@@ -160,7 +166,9 @@ def _combine(errors: list[VidError], attempts: list[Attempt]) -> VidError:
     return VidError(
         ErrorCode.ALL_RUNGS_FAILED,
         f"Every provider failed ({summary}).",
-        hint=hints[0] if hints else "See attempts for what each provider answered.",
+        hint=hints[0]
+        if hints
+        else "Tell the user what attempts say each rung answered; do not retry the same call.",
         attempts=attempts,
     )
 
@@ -197,7 +205,7 @@ def _check_mode(mode: str) -> Mode:
         raise VidError(
             ErrorCode.BAD_REQUEST,
             f"Unknown mode {mode[:20]!r}.",
-            hint="Use one of: " + ", ".join(MODES) + ".",
+            hint="Give mode as one of: " + ", ".join(MODES) + ".",
         )
     return mode  # type: ignore[return-value]
 
@@ -256,7 +264,7 @@ async def get_context(
         raise VidError(
             ErrorCode.TIMEOUT,
             f"{ref.id} took longer than this call's time limit.",
-            hint="Retry in a moment: the work goes on and its result is saved to the library.",
+            hint="Repeat the call in a moment: the work goes on, and its result is saved to the library.",
         ) from None
 
 
@@ -294,7 +302,7 @@ async def _transcript(
         raise VidError(
             ErrorCode.NO_PROVIDER,
             "mode=video (reading the picture) needs a vision provider, and none is installed.",
-            hint="Use mode=auto for captions or speech-to-text.",
+            hint="Use mode=auto (captions, then speech-to-text) instead.",
             attempts=attempts,
         )
     errors: list[VidError] = []
@@ -429,8 +437,14 @@ async def _speech_to_text(
         no_audio = VidError(
             ErrorCode.NO_PROVIDER,
             f"{first.name} cannot download audio here, so speech-to-text cannot run.",
-            hint="Speech-to-text of these videos needs the local runtime, which downloads audio with yt-dlp "
-            "(`pip install 'vid2context[local]'`).",
+            hint=per_surface(
+                rest="This server cannot download the audio of these videos: upload the video or its "
+                "audio (POST /api/v1/uploads) and read the upload:<sha256> it returns with mode=stt, or "
+                "tell the user the local runtime transcribes them (`vid2context get URL --mode stt`).",
+                mcp="Tell the user, and do not retry: this server cannot download the audio of these "
+                "videos to transcribe them; the local runtime can (`vid2context get URL --mode stt`, "
+                "or `vid2context mcp`).",
+            ),
             attempts=attempts,
         )
         if mode == "auto" and caption_errors:
@@ -491,7 +505,9 @@ async def list_items(
     limit = cap if limit is None else limit
     if not 1 <= limit <= cap:
         raise VidError(
-            ErrorCode.BAD_REQUEST, f"limit must be 1 to {cap}, not {limit}.", hint=f"Pass 1 to {cap}."
+            ErrorCode.BAD_REQUEST,
+            f"limit must be 1 to {cap}, not {limit}.",
+            hint=f"Give limit from 1 to {cap}.",
         )
     ref = resolve(runtime, source)
     if ref.kind == "video":
@@ -529,7 +545,8 @@ async def get_comments(runtime: Runtime, source: str | VideoRef, *, limit: int, 
         raise VidError(
             ErrorCode.NO_PROVIDER,
             f"No provider here can read comments for {ref.id[:80]}.",
-            hint="Comments need the yt-dlp provider (local runtime).",
+            hint="Tell the user, and do not retry: comments are read by the yt-dlp rung of the local "
+            "runtime (`vid2context mcp`, or `vid2context serve`).",
         )
     attempts: list[Attempt] = []
     found = await _first_success(attempts, providers, "comments", lambda p: p.comments(ref, ctx, limit=limit))

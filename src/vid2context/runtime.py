@@ -276,6 +276,7 @@ def _worker_environ(env: Any) -> dict[str, str]:
             raise VidError(
                 ErrorCode.BAD_REQUEST,
                 f"{setting.env} is not text: the Worker's vars and secrets must be strings.",
-                hint=f"Set {setting.env} as a string in wrangler.toml [vars] or with `wrangler secret put`.",
+                hint=f"Tell the user to set {setting.env} as a string in wrangler.toml [vars] or with "
+                "`wrangler secret put`; do not retry until then.",
             )
     return environ

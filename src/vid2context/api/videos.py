@@ -156,7 +156,8 @@ async def transcript(
         raise VidError(
             ErrorCode.BAD_REQUEST,
             "translate=1 needs the translation layer, which is not installed.",
-            hint="Pass lang=xx (for example lang=de) for a track the platform already has, without translate.",
+            hint="Leave translate out, and give lang as a language the video has a track in "
+            "(GET /api/v1/context lists them in transcript.availableLanguages).",
         )
     runtime = runtime_of(request)
     found = await get_context(

@@ -43,7 +43,10 @@ __all__ = [
 ]
 
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|#^\[\]]+')
-_ROOTS_HINT = "Give a folder inside {roots}, or add its parent to VID2CONTEXT_FILE_ROOTS (comma-separated)."
+_ROOTS_HINT = (
+    "Give a folder inside {roots} as vaultPath, or tell the user to add its parent to "
+    "VID2CONTEXT_FILE_ROOTS (comma-separated)."
+)
 MAX_NAME = 100
 
 

@@ -152,8 +152,8 @@ def _bad(source: str, why: str) -> VidError:
     return VidError(
         ErrorCode.UPSTREAM,
         f"Could not read the caption file for {source}: {why}.",
-        hint="Retry later; if it persists, run vid2context locally (yt-dlp reads captions too) "
-        "or use mode=stt.",
+        hint="Retry once in a minute; if it fails again, tell the user the caption file could not be "
+        "read, and do not retry.",
     )
 
 

@@ -61,7 +61,10 @@ __all__ = [
     "resolve_local_path",
 ]
 
-FFMPEG_HINT = "Install ffmpeg, which brings ffprobe (`apt-get install ffmpeg`, `brew install ffmpeg`, `winget install ffmpeg`)."
+FFMPEG_HINT = (
+    "Tell the user to install ffmpeg, which brings ffprobe (`apt-get install ffmpeg`, `brew install "
+    "ffmpeg`, `winget install ffmpeg`), and do not retry until then."
+)
 ROOTS_HINT = (
     "Move the file into an allowed folder, or add its folder to VID2CONTEXT_FILE_ROOTS "
     "(comma-separated; unset means the current directory)."
@@ -337,7 +340,7 @@ async def extract_audio(
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
             f"{shown} has no audio track, so there is no speech to transcribe.",
-            hint="Give a file with sound.",
+            hint="Tell the user the file has no sound to transcribe; do not retry.",
         )
     folder = Path(dest_dir) if dest_dir is not None else Path(tempfile.mkdtemp(prefix="vid2context-audio-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -357,7 +360,8 @@ async def extract_audio(
         raise VidError(
             ErrorCode.BAD_REQUEST,
             f"ffmpeg could not extract the audio of {shown} ({said}).",
-            hint="The file may be damaged or use a codec this ffmpeg lacks; try converting it first.",
+            hint="Tell the user the file may be damaged or use a codec this ffmpeg lacks (converting it "
+            "first may help); do not retry.",
         )
     length = None
     if out.is_file() and out.stat().st_size:
@@ -371,7 +375,7 @@ async def extract_audio(
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
             f"The audio of {shown} is empty (zero length).",
-            hint="There is nothing to transcribe.",
+            hint="Tell the user the audio is empty, so there is nothing to transcribe; do not retry.",
         )
     return out
 
@@ -506,7 +510,9 @@ class LocalFileProvider:
 
     async def comments(self, ref: VideoRef, ctx: Ctx, *, limit: int) -> list[Comment]:
         raise VidError(
-            ErrorCode.NO_PROVIDER, "Local files have no comments.", hint="Comments come from video sites."
+            ErrorCode.NO_PROVIDER,
+            "Local files have no comments.",
+            hint="Tell the user local files have no comments; do not retry.",
         )
 
     # -- audio, for speech-to-text --
@@ -522,14 +528,14 @@ class LocalFileProvider:
             raise VidError(
                 ErrorCode.NO_TRANSCRIPT,
                 f"{_shown(ref.native_id)} has no audio track, so there is no speech to transcribe.",
-                hint="Give a file with sound.",
+                hint="Tell the user the file has no sound to transcribe; do not retry.",
             )
         duration = _float(streams[0].get("duration")) or probed.duration
         if duration is not None and duration == 0:
             raise VidError(
                 ErrorCode.NO_TRANSCRIPT,
                 f"The audio of {_shown(ref.native_id)} is empty (zero length).",
-                hint="There is nothing to transcribe.",
+                hint="Tell the user the audio is empty, so there is nothing to transcribe; do not retry.",
             )
         return AudioInput.from_path(str(path), mime=media_mime(path), duration_sec=duration)
 

@@ -48,6 +48,7 @@ __all__ = [
     "TIERS",
     "AudioInput",
     "RungError",
+    "UPSTREAM_HINT",
     "SpeechToText",
     "Tier",
     "VerboseJson",
@@ -179,6 +180,13 @@ def parse_retry_after(raw: str | None) -> int | None:
     return max(0, min(seconds, MAX_RETRY_AFTER))
 
 
+UPSTREAM_HINT = (
+    "Repeat the call once in a minute (the next speech-to-text rung, when one is set up, is tried "
+    "first); if it fails again, tell the user the service failed, and do not retry."
+)
+"""A speech-to-text service's failure that may pass."""
+
+
 def _excerpt(body: str) -> str:
     """A short, single-line piece of an upstream error body, for the message."""
     text = " ".join(body.split())
@@ -198,7 +206,12 @@ def status_error(
     if status in (401, 403):
         names = " and ".join(requires) or "the service's key"
         return RungError(
-            ErrorCode.AUTH, f"{service} refused the credentials (HTTP {status}).", hint=f"Check {names}."
+            ErrorCode.AUTH,
+            f"{service} refused the credentials (HTTP {status}).",
+            hint=steps(
+                f"Tell the user {service} refused {names}: set a valid key, or another rung's "
+                "({rungs} lists them); do not retry until then."
+            ),
         )
     if status == 413:
         return RungError(
@@ -211,7 +224,10 @@ def status_error(
         return RungError(
             ErrorCode.RATE_LIMITED,
             f"{service} is rate-limiting speech-to-text requests{wait}.",
-            hint=steps("Retry later, or set the key of another speech-to-text rung ({rungs} lists them)."),
+            hint=steps(
+                "Wait the Retry-After seconds, then repeat the call once; or tell the user to set the key "
+                "of another speech-to-text rung ({rungs} lists them)."
+            ),
             retry_after=retry_after,
             retryable=True,
         )
@@ -219,7 +235,7 @@ def status_error(
     return RungError(
         ErrorCode.UPSTREAM,
         f"{service} answered HTTP {status}{said}.",
-        hint="Retry later; another speech-to-text rung is tried next when one is set up.",
+        hint=UPSTREAM_HINT,
         retryable=retryable,
     )
 
@@ -242,13 +258,15 @@ def transport_error(service: str, exc: BaseException, *, timeout: bool = False) 
         return RungError(
             ErrorCode.TIMEOUT,
             f"{service} did not answer in time.",
-            hint="Retry; long audio is sent in pieces, each with its own time limit.",
+            hint="Repeat the call once (long audio is sent in pieces, each with its own time limit); if "
+            "it runs out of time again, tell the user, and do not retry.",
             retryable=True,
         )
     return RungError(
         ErrorCode.UPSTREAM,
         f"Could not reach {service}: {type(exc).__name__}.",
-        hint="Check the network and the service's URL, then retry.",
+        hint="Repeat the call once in a moment; if it fails again, tell the user to check the network "
+        "and the service's URL, and do not retry.",
         retryable=True,
     )
 
@@ -331,7 +349,8 @@ def verbose_json_transcript(
         raise RungError(
             ErrorCode.UPSTREAM,
             f"{service} answered something that is not a verbose_json transcription.",
-            hint="Check that the endpoint is an OpenAI-compatible /audio/transcriptions.",
+            hint="Tell the user the answer was not OpenAI-compatible speech-to-text (VID2CONTEXT_STT_URL "
+            "must name an OpenAI-compatible /audio/transcriptions); do not retry.",
         ) from None
     if answer.segments is not None:
         segments = clean_segments([(s.start, s.end, s.text) for s in answer.segments])

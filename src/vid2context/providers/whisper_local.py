@@ -139,7 +139,9 @@ class LocalWhisper:
     async def transcribe(self, audio: AudioInput, ctx: Ctx, *, lang: str | None = None) -> Transcript:
         if not self.enabled:
             raise VidError(
-                ErrorCode.NO_PROVIDER, "No local speech-to-text model is set.", hint="Set " + REQUIRES[0]
+                ErrorCode.NO_PROVIDER,
+                "No local speech-to-text model is set.",
+                hint="Tell the user to set VID2CONTEXT_WHISPER_MODEL, and do not retry until then.",
             )
         wanted = language_code(lang)
         if self.english_only and wanted not in (None, "en"):
@@ -175,7 +177,7 @@ class LocalWhisper:
                 raise VidError(
                     ErrorCode.NO_TRANSCRIPT,
                     f"{audio.describe()} has no audio track, so there is nothing to transcribe.",
-                    hint="Check that the file has sound.",
+                    hint="Tell the user the file has no sound to transcribe; do not retry.",
                 ) from None
             except (ValueError, OSError) as exc:  # av.error.InvalidDataError and kin
                 raise VidError(

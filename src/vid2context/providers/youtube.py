@@ -463,7 +463,7 @@ class YouTubeProvider:
     async def _page(self, path: str, ctx: Ctx, subject: str) -> str:
         """A YouTube HTML page, with the EU consent interstitial answered once."""
         url = f"{self._origin}{path}"
-        html = (await self._send("GET", url, ctx, subject)).text
+        html = (await self._send("GET", url, ctx, subject, found=True)).text
         if is_consent_page(html):
             value = consent_value(html)
             if value is not None:
@@ -488,8 +488,12 @@ class YouTubeProvider:
         *,
         json: Any = None,
         check: bool = True,
+        found: bool = False,
     ) -> httpx.Response:
-        """One request to YouTube; 429 is always an error, other statuses only when ``check``."""
+        """One request to YouTube; 429 is always an error, other statuses only when ``check``.
+
+        ``found``: the request is for a page (a channel's, a playlist's), whose 404 means there is
+        no such page, not a failing YouTube."""
         ctx.check()
         headers = {"Accept-Language": "en-US"}
         if cookie := ctx.memo.get(_COOKIE_KEY):
@@ -504,6 +508,13 @@ class YouTubeProvider:
             raise _transport_error(exc, subject, self._where) from exc
         if response.status_code == 429:
             raise _rate_limited(subject, self._where, _retry_after(response))
+        if found and response.status_code == 404:
+            raise VidError(
+                ErrorCode.NOT_FOUND,
+                f"YouTube has no such page (HTTP 404 for {subject}).",
+                hint="Check the url for a typo; if it is right, tell the user it does not exist, and do not "
+                "retry.",
+            )
         if check and not response.is_success:
             raise _status_error(response, subject, self._where)
         return response

@@ -507,7 +507,8 @@ class YtDlpProvider:
             raise VidError(
                 ErrorCode.UNAVAILABLE,
                 f"yt-dlp downloaded no audio for {self._subject(ref)}.",
-                hint="The page may have no media; update yt-dlp and retry.",
+                hint="Tell the user the page has no media yt-dlp could download (updating yt-dlp, `pip "
+                "install -U yt-dlp`, may help); do not retry.",
             )
         if self._egress is not None:
             check_saved_media(path, self._subject(ref))
@@ -515,7 +516,7 @@ class YtDlpProvider:
             raise VidError(
                 ErrorCode.NO_TRANSCRIPT,
                 f"The audio of {self._subject(ref)} is empty.",
-                hint="There is nothing to transcribe.",
+                hint="Tell the user the audio is empty, so there is nothing to transcribe; do not retry.",
             )
         return path
 
@@ -569,7 +570,8 @@ class YtDlpProvider:
             raise VidError(
                 ErrorCode.NO_PROVIDER,
                 f"yt-dlp {shown} is too old; vid2context needs {needed} or newer.",
-                hint="Update it: `pip install -U yt-dlp` (or `yt-dlp -U` for the standalone program).",
+                hint="Tell the user to update it (`pip install -U yt-dlp`, or `yt-dlp -U` for the standalone "
+                "program), and do not retry until then.",
             )
         self._ready = True
 
@@ -692,7 +694,7 @@ class YtDlpProvider:
                 raise VidError(
                     ErrorCode.UPSTREAM,
                     f"yt-dlp wrote no caption file for {self._subject(ref)} ({key}).",
-                    hint="Retry; if it persists, update yt-dlp or use mode=stt.",
+                    hint="Retry once; if it fails again, use mode=stt to transcribe the audio instead.",
                 )
             ext = files[0].suffix.lstrip(".").lower()
             text = files[0].read_bytes()
