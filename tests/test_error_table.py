@@ -37,7 +37,8 @@ from vid2context.runtime import Runtime, build_runtime
 from vid2context.settings import load_settings
 
 from .hint_steps import problems, surfaces
-from .runtimes import Runtimes
+from .runtimes import ON_WORKER_TOO, Runtimes
+from .test_mcp_tools import json_block
 from .youtube_replay import TOO_MANY_REQUESTS_ID, httpx_callback
 
 pytestmark = [pytest.mark.anyio, pytest.mark.httpx_mock(assert_all_responses_were_requested=False)]
@@ -419,3 +420,54 @@ def test_every_hint_written_in_the_source_names_a_step() -> None:
         if (wrong := problems(text, surfaces()[surface], code=code))
     ]
     assert offenders == [], "\n" + "\n".join(offenders)
+
+
+# --- what the tester saw ---------------------------------------------------------------------------
+
+
+@ON_WORKER_TOO
+@pytest.mark.parametrize("video", [BOT, AGE], ids=["blocked", "age-restricted"])
+async def test_a_refusal_names_the_way_out_where_the_server_runs(
+    httpx_mock: Any, runtimes: Runtimes, runtime_kind: str, tmp_path: Path, video: str
+) -> None:
+    """On the user's machine the way out is a setting (cookies, a proxy), never "run locally",
+    which it already does; on the Worker it is the local runtime, never a proxy it cannot use.
+    Both say to tell the user and not to retry."""
+    httpx_mock.add_callback(httpx_callback, is_reusable=True, is_optional=True)
+    world = World(runtime=await runtimes.build(BASE), tmp=tmp_path)
+    hints = {
+        "mcp": (await tool("get_transcript", url=video)(world))["hint"],
+        "rest": (await rest("GET", f"/api/v1/transcript?url={video}")(world))["hint"],
+    }
+    for surface, hint in hints.items():
+        assert problems(hint, surfaces()[surface]) == [], hint
+        assert "do not retry" in hint and "locally" not in hint, hint
+        if runtime_kind == "worker":
+            assert "local runtime" in hint and "VID2CONTEXT_PROXY" not in hint, hint
+        else:
+            assert "VID2CONTEXT_YTDLP_COOKIES" in hint and "local runtime" not in hint, hint
+            assert ("VID2CONTEXT_PROXY" in hint) is (video == BOT), hint
+    if video == AGE:  # names the setting even where it is the local runtime's, and what still works
+        assert all("VID2CONTEXT_YTDLP_COOKIES" in hint for hint in hints.values())
+        assert "get_metadata" in hints["mcp"] and "GET /api/v1/metadata" in hints["rest"]
+    if video == BOT and runtime_kind != "worker":  # the user's own copy of the media
+        assert "give its path as url with mode=stt" in hints["mcp"]
+        assert "POST /api/v1/uploads" in hints["rest"]
+
+
+async def test_an_age_restricted_video_still_has_its_metadata(
+    httpx_mock: Any, runtimes: Runtimes, tmp_path: Path
+) -> None:
+    """What the hint promises: the recorded age-restricted answer still describes the video, so
+    get_metadata and GET /api/v1/metadata answer while its transcript is refused."""
+    httpx_mock.add_callback(httpx_callback, is_reusable=True, is_optional=True)
+    world = World(runtime=await runtimes.build(BASE), tmp=tmp_path)
+    refused = await tool("get_transcript", url=AGE)(world)
+    assert refused["code"] == "unavailable" and "age-restricted" in refused["message"]
+    async with Client(create_mcp(world.runtime)) as client:
+        result = await client.call_tool("get_metadata", {"url": AGE})
+    assert not result.is_error
+    assert json_block(result)["title"].startswith("Laura Branigan - Self Control")
+    async with _rest(world) as client:
+        response = await client.get("/api/v1/metadata", params={"url": AGE})
+    assert response.status_code == 200 and response.json()["title"].startswith("Laura Branigan")

@@ -76,6 +76,9 @@ class TranscriptInfo(Base, kw_only=True):
     origin: Origin
     language: str | None
     producer: str
+    requested_language: str | None = None
+    """The language asked for when no track was in it (the outline is of the best track)."""
+    available_languages: list[str] = []
 
 
 class OutlineMetadata(Base, kw_only=True, omit_defaults=True):
@@ -207,7 +210,11 @@ def outline(context: VideoContext, *, section_sec: float = SECTION_SEC, costs: C
         duration_sec=duration_of(context),
         transcript=(
             TranscriptInfo(
-                origin=transcript.origin, language=transcript.language, producer=transcript.producer
+                origin=transcript.origin,
+                language=transcript.language,
+                producer=transcript.producer,
+                requested_language=transcript.requested_language,
+                available_languages=transcript.available_languages,
             )
             if transcript
             else None

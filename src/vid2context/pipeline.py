@@ -195,8 +195,8 @@ def _as_asked(transcript: Transcript | None, lang: str | None) -> Transcript | N
     missing = transcript.requested_language if transcript is not None else None
     if transcript is None or missing is None or (lang and same_language(lang, missing, exact=True)):
         return transcript
-    said = missing_note(missing, transcript.available_languages)
-    note = (transcript.note or "").replace(said, "") or None
+    before, after = missing_note(missing, transcript.available_languages)
+    note = (transcript.note or "").replace(before, "", 1).replace(after, "", 1) or None
     return msgspec.structs.replace(transcript, requested_language=None, note=note)
 
 

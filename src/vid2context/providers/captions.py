@@ -382,8 +382,9 @@ class TrackChoice:
     """The languages of the tracks there are, each once, in the platform's order."""
 
 
-_NOTE_LANGUAGES = 20
-"""Most track languages a note lists (``available_languages`` has them all)."""
+_NOTE_LANGUAGES = 12
+"""Most track languages a note lists (``available_languages`` has them all): a header shows a
+note on one line of at most 200 characters."""
 
 
 def track_languages(tracks: Sequence[CaptionTrack]) -> tuple[str, ...]:
@@ -391,12 +392,13 @@ def track_languages(tracks: Sequence[CaptionTrack]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(track.language for track in tracks))
 
 
-def missing_note(lang: str, languages: Sequence[str]) -> str:
-    """The part of a note that says ``lang`` had no track, and which languages there are."""
+def missing_note(lang: str, languages: Sequence[str]) -> tuple[str, str]:
+    """What a note says before and after its reason when ``lang`` had no track: that it had none
+    (first, so a shortened line still says it), and which languages there are."""
     shown = ", ".join(languages[:_NOTE_LANGUAGES])
     if len(languages) > _NOTE_LANGUAGES:
         shown += f" and {len(languages) - _NOTE_LANGUAGES} more"
-    return f"; requested {lang} not available (no track in it), so this is the best track; tracks: {shown}"
+    return f"requested {lang} not available, so the best track instead: ", f"; tracks: {shown}"
 
 
 def _label(track: CaptionTrack) -> str:
@@ -476,10 +478,11 @@ def choose_track(
         # No track and no platform translation: the best track, saying so. A translation of our
         # own (an LLM's, `translate=1` on the REST API, not built yet) would start from here.
         missing = lang
-    said = missing_note(lang, languages) if missing else ""
+    before, after = missing_note(lang, languages) if missing else ("", "")
     index = _find(tracks, video_language) if video_language else None
     if index is None:
         index = next((i for i, t in enumerate(tracks) if t.kind == "manual"), 0)
-        return TrackChoice(index, None, f"{_label(tracks[index])} chosen{said}", missing, languages)
-    note = f"video language {video_language}: {_reason(tracks, index)}{said}"
-    return TrackChoice(index, None, note, missing, languages)
+        note = f"{_label(tracks[index])} chosen"
+    else:
+        note = f"video language {video_language}: {_reason(tracks, index)}"
+    return TrackChoice(index, None, f"{before}{note}{after}", missing, languages)
