@@ -118,8 +118,8 @@ class PassthroughPrep:
                 ErrorCode.TOO_LARGE,
                 f"{audio.describe()} is {size}, over the {cap} a speech-to-text request may carry, and this "
                 "runtime cannot split audio.",
-                hint="Compress it to mono speech audio first (about 30 MB an hour at 64 kbit/s), or use the "
-                "local runtime, which splits long audio with ffmpeg.",
+                hint="Compress it to mono speech audio first (about 30 MB an hour at 64 kbit/s), or tell the "
+                "user the local runtime splits long audio with ffmpeg (`vid2context get FILE`).",
             )
         yield [AudioChunk(index=0, start_sec=0.0, end_sec=audio.duration_sec, audio=audio)]
 

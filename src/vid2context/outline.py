@@ -391,7 +391,9 @@ def _find_entry(entries: Sequence[_Entry], chapter: str | int) -> int:
         raise VidError(
             ErrorCode.NOT_FOUND,
             "This video has no chapters or sections to choose from (it has no transcript).",
-            hint="Read its metadata instead, or try another transcript mode.",
+            hint=steps(
+                "Read its metadata with {metadata}, or ask for the transcript with another mode (mode=stt)."
+            ),
         )
     text = chapter.strip() if isinstance(chapter, str) else ""
     if isinstance(chapter, int) or re.fullmatch(r"[0-9]+", text):

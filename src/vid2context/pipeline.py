@@ -351,8 +351,9 @@ def _no_stt_rung(attempts: list[Attempt]) -> VidError:
         ErrorCode.NO_PROVIDER,
         "No speech-to-text rung is set up, so the audio cannot be transcribed.",
         hint=steps(
-            "Set GROQ_API_KEY (free tier), CLOUDFLARE_ACCOUNT_ID and CLOUDFLARE_API_TOKEN, or "
-            "VID2CONTEXT_STT_URL, or install the stt-local extra; {rungs} lists every rung."
+            "Tell the user to set GROQ_API_KEY (free tier), CLOUDFLARE_ACCOUNT_ID and "
+            "CLOUDFLARE_API_TOKEN, or VID2CONTEXT_STT_URL, or to install the stt-local extra ({rungs} "
+            "lists every rung); do not retry until one is set."
         ),
         attempts=attempts,
     )

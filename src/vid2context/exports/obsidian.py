@@ -84,7 +84,8 @@ def resolve_vault(vault_path: str, roots: Sequence[Path]) -> Path:
         raise VidError(
             ErrorCode.FORBIDDEN,
             "No allowed root exists, so nothing may be written.",
-            hint="Set VID2CONTEXT_FILE_ROOTS to existing folders (comma-separated).",
+            hint="Tell the user to set VID2CONTEXT_FILE_ROOTS to existing folders (comma-separated); do not retry "
+            "until then.",
         )
     given = Path(os.path.expanduser(vault_path.strip()))
     candidate = given if given.is_absolute() else roots[0] / given

@@ -66,8 +66,8 @@ FFMPEG_HINT = (
     "ffmpeg`, `winget install ffmpeg`), and do not retry until then."
 )
 ROOTS_HINT = (
-    "Move the file into an allowed folder, or add its folder to VID2CONTEXT_FILE_ROOTS "
-    "(comma-separated; unset means the current directory)."
+    "Give the path of a file inside an allowed folder, or tell the user to add its folder to "
+    "VID2CONTEXT_FILE_ROOTS (comma-separated; unset means the current directory)."
 )
 SAMPLE_RATE = 16_000
 AUDIO_FORMATS: dict[str, list[str]] = {
@@ -200,7 +200,7 @@ def resolve_local_path(native: str, roots: Sequence[str]) -> Path:
         raise VidError(
             ErrorCode.BAD_REQUEST,
             f"{shown} cannot be opened ({exc.strerror or 'error'}).",
-            hint="Check the file.",
+            hint="Check the path; if it is right, tell the user the file cannot be opened, and do not retry.",
         ) from None
     if info.st_size == 0:
         raise VidError(
@@ -213,7 +213,8 @@ def _unreadable(shown: str) -> VidError:
     return VidError(
         ErrorCode.BAD_REQUEST,
         f"{shown} cannot be read: permission denied.",
-        hint="Check the file's permissions for the user running vid2context.",
+        hint="Tell the user the file is not readable by the user running vid2context (its "
+        "permissions); do not retry.",
     )
 
 

@@ -217,7 +217,8 @@ def status_error(
         return RungError(
             ErrorCode.TOO_LARGE,
             f"{service} refused an audio piece as too large (HTTP 413).",
-            hint="Lower VID2CONTEXT_STT_CHUNK_MB so pieces stay under the service's upload cap.",
+            hint="Tell the user to lower VID2CONTEXT_STT_CHUNK_MB so pieces stay under the service's upload "
+            "cap; do not retry until then.",
         )
     if status == 429:
         wait = f"; it asks to wait {retry_after} s" if retry_after is not None else ""

@@ -29,7 +29,7 @@ import time
 from typing import Any
 
 from ..ctx import Ctx
-from ..errors import ErrorCode, VidError
+from ..errors import ErrorCode, VidError, per_surface
 from ..models import Transcript
 from .audio_local import SAFE_DEMUXERS
 from .speech import AudioInput, Tier, clean_segments, language_code
@@ -148,7 +148,12 @@ class LocalWhisper:
             raise VidError(
                 ErrorCode.NO_PROVIDER,
                 f"The local model {self.model} knows English only, and {lang!r} was asked for.",
-                hint="Set VID2CONTEXT_WHISPER_MODEL to a multilingual model (small, medium, large-v3).",
+                hint=per_surface(
+                    rest="Leave lang out for English, or tell the user to set VID2CONTEXT_WHISPER_MODEL to a "
+                    "multilingual model (small, medium, large-v3).",
+                    mcp="Leave language out for English, or tell the user to set VID2CONTEXT_WHISPER_MODEL "
+                    "to a multilingual model (small, medium, large-v3).",
+                ),
             )
         if audio.data is not None and not audio.data:
             raise VidError(

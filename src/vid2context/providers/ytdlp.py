@@ -79,8 +79,8 @@ __all__ = [
 MIN_VERSION = (2025, 1, 1)
 """Oldest yt-dlp we run: the release ``pyproject.toml`` asks for (YouTube breaks older ones anyway)."""
 INSTALL_HINT = (
-    "Install or update yt-dlp (`pip install -U yt-dlp`, or `pip install 'vid2context[local]'`), "
-    "or set VID2CONTEXT_YTDLP to its path."
+    "Tell the user to install or update yt-dlp (`pip install -U yt-dlp`, or `pip install "
+    "'vid2context[local]'`), or to set VID2CONTEXT_YTDLP to its path; do not retry until then."
 )
 AUDIO_FORMAT = "wa[abr>=?32]/wa/ba/w"
 """Smallest audio-only format that still sounds like speech, else any audio-only, else the smallest
@@ -315,7 +315,8 @@ class YtDlpProvider:
             raise VidError(
                 ErrorCode.BAD_REQUEST,
                 f"VID2CONTEXT_YTDLP_ARGS cannot be split into arguments: {exc}.",
-                hint="Quote it like a shell command line, e.g. --cookies-from-browser firefox.",
+                hint="Tell the user to quote VID2CONTEXT_YTDLP_ARGS like a shell command line (e.g. "
+                "`--cookies-from-browser firefox`); do not retry until then.",
             ) from None
         return cls(
             binary=settings.ytdlp,
@@ -645,7 +646,8 @@ class YtDlpProvider:
             raise VidError(
                 ErrorCode.UPSTREAM,
                 "yt-dlp's answer was not the JSON it prints with -J.",
-                hint="Check VID2CONTEXT_YTDLP_ARGS for options that change the output, and update yt-dlp.",
+                hint="Tell the user to check VID2CONTEXT_YTDLP_ARGS for options that change yt-dlp's output, and "
+                "to update yt-dlp; do not retry until then.",
             )
         return info
 

@@ -147,7 +147,7 @@ def _json_chunks(rows: Iterable[bytes]) -> list[str]:
             raise VidError(
                 ErrorCode.TOO_LARGE,
                 "One transcript segment is larger than Cloudflare D1 can store in a row.",
-                hint="Split the transcript into shorter segments.",
+                hint="Tell the user this transcript cannot be saved in D1 (one segment is too large); do not retry.",
             )
         if current and size + len(row) + 1 > _CHUNK_BYTES:
             chunks.append(b"[" + b",".join(current) + b"]")
