@@ -198,7 +198,7 @@ TABLE: dict[ErrorCode, Row] = {
     ),
     ErrorCode.UNAUTHORIZED: Row(
         "Tool calls carry no credentials: stdio and the in-process client have none, and over HTTP "
-        "/mcp answers 401 itself before any tool runs (test_mcp_http checks that answer).",
+        "/mcp answers 401 itself before any tool runs (its hint: the last test here).",
         rest("GET", f"/api/v1/metadata?url={VIDEO}"),
         env={"VID2CONTEXT_API_KEYS": "a-full-key"},
     ),
@@ -471,3 +471,17 @@ async def test_an_age_restricted_video_still_has_its_metadata(
     async with _rest(world) as client:
         response = await client.get("/api/v1/metadata", params={"url": AGE})
     assert response.status_code == 200 and response.json()["title"].startswith("Laura Branigan")
+
+
+async def test_mcp_over_http_answers_unauthorized_before_any_tool_with_a_step(
+    runtimes: Runtimes, tmp_path: Path
+) -> None:
+    """The row's reason for ``unauthorized``: /mcp answers it itself, as an HTTP error body whose
+    hint (read by the client's software and its user, not by a tool caller) names the setting."""
+    world = World(runtime=await runtimes.build({**BASE, "VID2CONTEXT_MCP_TOKENS": "a-token"}), tmp=tmp_path)
+    async with _rest(world) as client:
+        response = await client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert response.status_code == 401
+    error = response.json()["error"]
+    assert error["code"] == "unauthorized" and "VID2CONTEXT_MCP_TOKENS" in error["hint"]
+    assert problems(error["hint"], surfaces()["rest"]) == []
