@@ -433,7 +433,7 @@ async def test_skip_off_is_the_whole_transcript(client: Client) -> None:
 async def test_translate_needs_the_translation_layer(client: Client, youtube: HTTPXMock) -> None:
     response = await client.get(f"{API}/transcript", params={"url": VIDEO, "lang": "de", "translate": "1"})
     body = assert_error(response, ErrorCode.BAD_REQUEST)
-    assert "lang=" in body["error"]["hint"]
+    assert "lang" in body["error"]["hint"] and "availableLanguages" in body["error"]["hint"]
     assert upstream(youtube) == []
     assert_error(
         await client.get(f"{API}/transcript", params={"url": VIDEO, "translate": "please"}),

@@ -131,7 +131,13 @@ def test_outline_wire_shape_matches_the_contract() -> None:
         "metadata",
         "next",
     ]
-    assert wire["transcript"] == {"origin": "asr", "language": "en", "producer": "stt/groq/whisper"}
+    assert wire["transcript"] == {
+        "origin": "asr",
+        "language": "en",
+        "producer": "stt/groq/whisper",
+        "requestedLanguage": None,  # the language asked for, when no track was in it
+        "availableLanguages": [],
+    }
     assert set(wire["chapters"][0]) == {"index", "title", "startSec", "endSec", "start", "tokens", "url"}
     assert wire["metadata"] == {
         "id": "youtube:Qw3Er5Ty7Ui",

@@ -149,7 +149,7 @@ def test_no_captions_in_auto_mode_without_a_rung_says_how_to_set_one_up(
 
 def test_no_captions_in_auto_mode_without_audio_here_points_to_the_local_runtime(youtube: HTTPXMock) -> None:
     """A rung is set up, but this runtime cannot fetch YouTube audio (the Worker's case): the hint
-    is the local runtime, not mode=stt."""
+    is the local runtime (or, for REST, an upload of the audio), not mode=stt on the same video."""
     rt = build_runtime(
         load_settings({"VID2CONTEXT_STT_URL": "http://127.0.0.1:9/v1"}), http=httpx.AsyncClient()
     )
@@ -157,9 +157,10 @@ def test_no_captions_in_auto_mode_without_audio_here_points_to_the_local_runtime
     with pytest.raises(VidError) as caught:
         asyncio.run(get_context(rt, "dsMFmonKDD4"))
     assert caught.value.code is ErrorCode.NO_TRANSCRIPT
-    hint = caught.value.hint or ""
-    assert "local runtime" in hint
-    assert "mode=stt" not in hint
+    rest, mcp = caught.value.hint_for("rest") or "", caught.value.hint_for("mcp") or ""
+    assert "local runtime" in rest and "local runtime" in mcp
+    assert "mode=stt" not in rest.replace("upload:<sha256> it returns with mode=stt", "")
+    assert "mode=stt" not in mcp.replace("--mode stt", "") and "do not retry" in mcp
     assert ("audio", "skipped") in [(a.stage, a.outcome) for a in caught.value.attempts]
 
 

@@ -29,6 +29,7 @@ from vid2context.runtime import Runtime
 from vid2context.settings import load_settings
 from vid2context.storage.memory import MemoryStorage
 
+from .hint_steps import problems, surfaces
 from .youtube_replay import YTA, answer, httpx_callback
 
 Reply = tuple[int, dict[str, str], bytes]
@@ -207,7 +208,9 @@ def test_library_errors_become_our_codes(override: Override, code: ErrorCode) ->
     with pytest.raises(VidError) as caught:
         asyncio.run(provider.captions(_ref(), Ctx()))
     assert caught.value.code is code, caught.value.message
-    assert caught.value.hint
+    for surface, facts in surfaces().items():  # a step that exists there, and nothing that does not
+        assert problems(caught.value.hint_for(surface), facts) == [], caught.value.hint_for(surface)
+    assert "locally" not in " ".join(caught.value.hints.values())  # this rung runs on the local runtime
     assert "github.com/jdepoix" not in caught.value.message  # our words, not the library's essay
 
 

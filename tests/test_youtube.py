@@ -28,6 +28,9 @@ from vid2context.errors import ErrorCode, VidError
 from vid2context.models import VideoRef
 from vid2context.providers.base import SourceProvider
 from vid2context.providers.youtube import ANDROID_CLIENT, YouTubeProvider
+from vid2context.refusals import Where
+
+from .hint_steps import problems, surfaces
 
 pytestmark = pytest.mark.anyio
 
@@ -115,6 +118,8 @@ async def fails(work: Any, code: ErrorCode, *in_message: str) -> VidError:
     error = caught.value
     assert error.code is code, (error.code, error.message)
     assert error.hint, "every error names the next step"
+    for surface, facts in surfaces().items():  # a step that exists there, and nothing that does not
+        assert problems(error.hint_for(surface), facts) == [], (surface, error.hint_for(surface))
     for text in in_message:
         assert text in error.message
     return error
@@ -485,24 +490,41 @@ async def test_origin_receives_every_request(
         ("youtube_po_token_required.innertube.json.static", "GJLlxj_dtq8", ErrorCode.BLOCKED, "PO token"),
     ],
 )
+@pytest.mark.parametrize("edge", [False, True], ids=["local", "worker"])
 async def test_playability_states(
     httpx_mock: HTTPXMock,
     yta: Load,
-    provider: YouTubeProvider,
+    client: httpx.AsyncClient,
     fixture: str,
     video_id: str,
     code: ErrorCode,
     words: str,
+    edge: bool,
 ) -> None:
+    """Each state's code and message, and its way out where the server runs: the local runtime's
+    hints name cookies and a proxy and never "run locally"; the Worker's name the local runtime and
+    never a proxy or cookies it cannot use."""
     serve(httpx_mock, yta, fixture)
+    provider = YouTubeProvider(client, where=Where(edge=edge, files=not edge))
     error = await fails(provider.captions(video(video_id), Ctx()), code, video_id, words)
     assert "GET /api/timedtext" not in paths(httpx_mock)  # decided before any caption download
+    hints = " ".join(error.hints.values())
+    assert "locally" not in hints and "run vid2context" not in hints.lower()
+    if edge:
+        assert "local runtime" in hints or code is ErrorCode.NOT_FOUND, hints
+        assert "VID2CONTEXT_PROXY" not in hints or "local runtime" in hints
     if code is ErrorCode.BLOCKED and words == "not a bot":
-        assert "VID2CONTEXT_PROXY" in (error.hint or "") and "locally" in (error.hint or "")
+        assert "do not retry" in hints
+        if not edge:
+            assert "VID2CONTEXT_PROXY" in hints and "VID2CONTEXT_YTDLP_COOKIES" in hints
+    if words == "age-restricted":
+        assert "VID2CONTEXT_YTDLP_COOKIES" in hints
+        assert "get_metadata" in error.hint_for("mcp") and "GET /api/v1/metadata" in error.hint_for("rest")
     if code is ErrorCode.NO_TRANSCRIPT:
-        assert "mode=stt" in (error.hint or "")
+        assert ("mode=stt" in hints) is True
+        assert (error.hint_for("mcp") == "Use mode=stt to transcribe the audio instead.") is not edge
     if words == "PO token":
-        assert "yt-dlp" in (error.hint or "") and "mode=stt" in (error.hint or "")
+        assert "yt-dlp" in hints and ("mode=stt" in hints) is True
     if words == "Custom Reason":
         assert "Sub Reason 1" in error.message and "Sub Reason 2" in error.message
 
@@ -851,7 +873,7 @@ async def test_a_video_expands_to_itself(httpx_mock: HTTPXMock, provider: YouTub
 
 async def test_comments_need_ytdlp(provider: YouTubeProvider) -> None:
     error = await fails(provider.comments(video("GJLlxj_dtq8"), Ctx(), limit=5), ErrorCode.NO_PROVIDER)
-    assert error.hint == "comments need the yt-dlp provider (local runtime)"
+    assert "yt-dlp" in (error.hint or "") and "do not retry" in (error.hint or "")
 
 
 @pytest.mark.parametrize(

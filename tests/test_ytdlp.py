@@ -33,6 +33,8 @@ from vid2context.providers.ytdlp import YtDlpProvider, find_ytdlp, parse_version
 from vid2context.runtime import build_local_runtime
 from vid2context.settings import load_settings
 
+from .hint_steps import problems, surfaces
+
 REAL = find_ytdlp()
 needs_real = pytest.mark.skipif(
     not Path(REAL).is_file() and shutil.which(REAL) is None, reason="yt-dlp not installed"
@@ -316,7 +318,8 @@ def test_stderr_becomes_our_codes(tmp_path: Path, stderr: str, code: ErrorCode) 
     fake = Fake(tmp_path, _fails_with(stderr))
     error = _error(fake.provider().metadata(parse_input("https://example.com/v/1"), Ctx()))
     assert error.code is code, error.message
-    assert error.hint
+    for surface, facts in surfaces().items():  # a step that exists there, and nothing that does not
+        assert problems(error.hint_for(surface), facts) == [], error.hint_for(surface)
     assert "yt-dlp:" in error.message
     assert "wiki/FAQ" not in error.message  # yt-dlp's trailers are cut
 

@@ -36,7 +36,7 @@ from typing import Protocol, TypeVar
 import msgspec
 
 from .ctx import Ctx
-from .errors import ErrorCode, VidError
+from .errors import ErrorCode, VidError, per_surface
 from .models import Segment, Transcript
 from .providers.speech import AudioInput, RungError, SpeechToText
 
@@ -102,7 +102,12 @@ class PassthroughPrep:
             raise VidError(
                 ErrorCode.NO_PROVIDER,
                 f"{audio.describe()} is a file, and this runtime cannot read files.",
-                hint="Transcribe local files with the local runtime (`vid2context get FILE`).",
+                hint=per_surface(
+                    rest="Upload the file (POST /api/v1/uploads) and read the upload:<sha256> it returns, "
+                    "or tell the user the local runtime reads files (`vid2context get FILE`).",
+                    mcp="Tell the user, and do not retry: this server cannot read files; the local "
+                    "runtime can (`vid2context get FILE`, or `vid2context mcp`).",
+                ),
             )
         if not audio.data:
             raise VidError(
@@ -114,8 +119,8 @@ class PassthroughPrep:
                 ErrorCode.TOO_LARGE,
                 f"{audio.describe()} is {size}, over the {cap} a speech-to-text request may carry, and this "
                 "runtime cannot split audio.",
-                hint="Compress it to mono speech audio first (about 30 MB an hour at 64 kbit/s), or use the "
-                "local runtime, which splits long audio with ffmpeg.",
+                hint="Compress it to mono speech audio first (about 30 MB an hour at 64 kbit/s), or tell the "
+                "user the local runtime splits long audio with ffmpeg (`vid2context get FILE`).",
             )
         yield [AudioChunk(index=0, start_sec=0.0, end_sec=audio.duration_sec, audio=audio)]
 
@@ -248,7 +253,8 @@ def _require_words(transcript: Transcript, rung: SpeechToText, audio: AudioInput
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
             f"{rung.id} heard no speech in {audio.describe()}.",
-            hint="The audio may be silent or music only.",
+            hint="Tell the user the audio has no speech to transcribe (it may be silent or music only); do "
+            "not retry.",
         )
     return transcript
 

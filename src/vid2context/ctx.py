@@ -61,7 +61,9 @@ class Ctx:
             if self._abort_reason == "timeout":
                 raise self._timeout_error()
             raise VidError(
-                ErrorCode.CANCELED, "The call was canceled.", hint="Run it again if you still need it."
+                ErrorCode.CANCELED,
+                "The call was canceled.",
+                hint="Repeat the call if its answer is still needed; nothing was lost.",
             )
         if self.deadline is not None and time.monotonic() >= self.deadline:
             raise self._timeout_error()
@@ -71,8 +73,10 @@ class Ctx:
             ErrorCode.TIMEOUT,
             "The call ran out of time.",
             hint=per_surface(
-                rest="Retry; long videos may need a job (POST /api/v1/jobs) or a longer timeout.",
-                mcp="Retry; long videos may need a longer timeout (VID2CONTEXT_REQUEST_TIMEOUT_MS).",
+                rest="Repeat the call once (what was read is saved); for long videos submit a job "
+                "(POST /api/v1/jobs), or tell the user to raise VID2CONTEXT_REQUEST_TIMEOUT_MS.",
+                mcp="Repeat the call once (what was read is saved); if it runs out of time again, tell "
+                "the user to raise VID2CONTEXT_REQUEST_TIMEOUT_MS, and do not retry.",
             ),
         )
 

@@ -15,6 +15,19 @@ into data on the way (a ``FailedInput`` in a summary) reads ``error.hint``, the 
 surface of the call it runs in (``SURFACE``, set by the MCP layer for its calls, REST otherwise),
 and code that makes a new error from another passes ``error.hints`` so no surface's text is lost.
 
+What a hint says: what the reader can do now, on its surface, and nothing it cannot do.
+
+- One of: another tool or route (``steps``), another argument of the same call (``mode=stt``, a
+  ``cursor``), a setting from ``settings.SETTINGS`` for the user to set, or, when nothing the
+  caller does would help, "tell the user ...; do not retry". An agent cannot set a server's
+  environment, so a setting is always something to tell the user.
+- "Retry" only where a retry can succeed (a timeout, a wait the platform asked for, a flaky
+  answer), and then once; never for a refusal that the same call would meet again.
+- Where the server runs changes the way out (``refusals.py``): the local runtime never tells its
+  user to run vid2context locally, the Worker never offers a proxy or yt-dlp's cookies.
+- ``tests/test_error_table.py`` makes every code on each surface and checks that its hint names a
+  step that exists there.
+
 The codes, by whose problem it is::
 
     the caller's input     unsupported-input  bad-request  not-found  too-large
@@ -69,6 +82,8 @@ STEPS: dict[str, tuple[str, str]] = {
     "rungs": ("GET /api/v1/health", "list_models"),
     "embed_rungs": ("GET /api/v1/models?kind=embed", "list_models with kind=embed"),
     "library": ("GET /api/v1/library", "resources/list"),
+    "metadata": ("GET /api/v1/metadata", "get_metadata"),
+    "formats": ("GET /api/v1/formats", "list_formats"),
 }
 """The steps hints name: ``(REST route, MCP tool or method)``; tests check that each exists."""
 
@@ -183,7 +198,8 @@ class VidError(Exception):
         return cls(
             ErrorCode.INTERNAL,
             "Internal error.",
-            hint="This is a bug in vid2context; retry, and report it if it persists.",
+            hint="Tell the user something failed inside vid2context (the server's log has the "
+            "details; report it as a bug); do not retry more than once.",
             attempts=attempts,
         )
 

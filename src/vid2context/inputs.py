@@ -52,7 +52,8 @@ _ACCEPTED = "a video URL, a YouTube id or @handle, upload:<sha256>, or a local f
 _ACCEPTED_PUBLIC = "a public http(s) video URL, a YouTube id or @handle, or upload:<sha256>"
 _UPLOAD_HINT = per_surface(
     rest="Upload the file with POST /api/v1/uploads instead, then pass the upload:<sha256> it returns.",
-    mcp="Give a public URL of the media instead, or read the file with the local server (vid2context mcp).",
+    mcp="Give a public URL of the media as url instead; or tell the user a local MCP server of their "
+    "own reads files (`vid2context mcp`).",
 )
 _PAGE_HINT = {
     surface: "For a web page, give the full URL with https://. " + text

@@ -59,7 +59,10 @@ def _only(options: dict[str, Any], allowed: tuple[str, ...], kind: str) -> None:
     unknown = [str(name)[:40] for name in options if name not in allowed]
     if unknown:
         known = ", ".join(allowed) if allowed else "none"
-        raise _bad(f"Unknown option {unknown[0]!r} for a {kind} job.", f"The options of {kind} are: {known}.")
+        raise _bad(
+            f"Unknown option {unknown[0]!r} for a {kind} job.",
+            f"Leave that option out: a {kind} job takes {known}.",
+        )
 
 
 def _text_input(value: Any, kind: str, what: str) -> str:
@@ -74,7 +77,9 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
     mode = options.get("mode")
     if mode is not None:
         if mode not in pipeline.MODES:
-            raise _bad(f"Unknown mode {str(mode)[:20]!r}.", "Use one of: " + ", ".join(pipeline.MODES) + ".")
+            raise _bad(
+                f"Unknown mode {str(mode)[:20]!r}.", "Give mode as one of: " + ", ".join(pipeline.MODES) + "."
+            )
         out["mode"] = mode
     lang = options.get("lang")
     if lang is not None:

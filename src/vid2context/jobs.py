@@ -246,11 +246,12 @@ class JobQueue:
             raise VidError(  # 503: the server is stopping
                 ErrorCode.NO_PROVIDER,
                 "The job queue is shut down.",
-                hint="Retry once the server has restarted.",
+                hint="Tell the user the server is stopping; submit the job again (POST /api/v1/jobs) once it has "
+                "restarted.",
             )
         if not isinstance(kind, str) or kind not in self.kinds:
             shown = str(kind)[:40]
-            raise _bad(f"Unknown job kind {shown!r}.", "Use one of: " + ", ".join(self.kinds) + ".")
+            raise _bad(f"Unknown job kind {shown!r}.", "Give kind as one of: " + ", ".join(self.kinds) + ".")
         if options is not None and not isinstance(options, Mapping):
             raise _bad("options must be an object.", "Give options as a JSON object, or leave it out.")
         waiting = sum(1 for r in self._records.values() if r.job.status == "queued")
@@ -258,7 +259,7 @@ class JobQueue:
             raise VidError(
                 ErrorCode.RATE_LIMITED,
                 f"{waiting} jobs are already waiting.",
-                hint="Retry when some have finished.",
+                hint="Wait for some to finish (GET /api/v1/jobs/{id}), then submit it again (POST /api/v1/jobs).",
                 retry_after=30,
             )
         checked_input, checked_options = await self.kinds[kind].check(runtime, input, dict(options or {}))
@@ -450,7 +451,7 @@ class JobQueue:
         return JobError(
             code=ErrorCode.CANCELED.value,
             message=record.cancel_message or "The job was canceled.",
-            hint="Submit it again if you still need it.",
+            hint="Submit it again (POST /api/v1/jobs) if its result is still needed.",
         )
 
     async def _end(
@@ -539,5 +540,5 @@ def _lost_error() -> JobError:
     return JobError(
         code=ErrorCode.NOT_FOUND.value,
         message="The job's state is gone.",
-        hint="It finished more than a day ago, or its server stopped; submit it again.",
+        hint="It finished more than a day ago, or its server stopped; submit it again (POST /api/v1/jobs).",
     )

@@ -121,7 +121,9 @@ def _bad(message: str, hint: str) -> VidError:
 async def list_videos(runtime: Runtime, limit: int = 50, cursor: str | None = None) -> Page[VideoSummary]:
     """Saved videos, newest first; ``limit`` 1 to 200."""
     if not is_int_in(limit, 1, MAX_PAGE):
-        raise _bad(f"limit must be 1 to {MAX_PAGE}, not {str(limit)[:20]}.", f"Pass 1 to {MAX_PAGE}.")
+        raise _bad(
+            f"limit must be 1 to {MAX_PAGE}, not {str(limit)[:20]}.", f"Give limit from 1 to {MAX_PAGE}."
+        )
     if cursor is not None and (not isinstance(cursor, str) or not cursor):
         raise _bad("The cursor is not valid.", "Pass the nextCursor of the previous page, or none.")
     return await runtime.storage.list_videos(limit=limit, cursor=cursor)

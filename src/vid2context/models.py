@@ -182,6 +182,11 @@ class Transcript(Base):
     segments: list[Segment]
     note: str | None = None
     """Why this track was chosen (requested language, manual over auto, ...)."""
+    requested_language: str | None = None
+    """The language the call asked for when no track was in it: the words are in ``language``
+    instead (the best track), and ``available_languages`` lists the languages there are."""
+    available_languages: list[str] = []
+    """The languages of the caption tracks the platform (or the file) offers, when known."""
 
 
 class CaptionTrack(Base):

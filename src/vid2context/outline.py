@@ -76,6 +76,9 @@ class TranscriptInfo(Base, kw_only=True):
     origin: Origin
     language: str | None
     producer: str
+    requested_language: str | None = None
+    """The language asked for when no track was in it (the outline is of the best track)."""
+    available_languages: list[str] = []
 
 
 class OutlineMetadata(Base, kw_only=True, omit_defaults=True):
@@ -207,7 +210,11 @@ def outline(context: VideoContext, *, section_sec: float = SECTION_SEC, costs: C
         duration_sec=duration_of(context),
         transcript=(
             TranscriptInfo(
-                origin=transcript.origin, language=transcript.language, producer=transcript.producer
+                origin=transcript.origin,
+                language=transcript.language,
+                producer=transcript.producer,
+                requested_language=transcript.requested_language,
+                available_languages=transcript.available_languages,
             )
             if transcript
             else None
@@ -384,7 +391,9 @@ def _find_entry(entries: Sequence[_Entry], chapter: str | int) -> int:
         raise VidError(
             ErrorCode.NOT_FOUND,
             "This video has no chapters or sections to choose from (it has no transcript).",
-            hint="Read its metadata instead, or try another transcript mode.",
+            hint=steps(
+                "Read its metadata with {metadata}, or ask for the transcript with another mode (mode=stt)."
+            ),
         )
     text = chapter.strip() if isinstance(chapter, str) else ""
     if isinstance(chapter, int) or re.fullmatch(r"[0-9]+", text):

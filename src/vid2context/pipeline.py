@@ -25,12 +25,15 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TypeVar
 
+import msgspec
+
 from .chunking import transcribe_audio
 from .ctx import Ctx
 from .errors import ErrorCode, Hint, VidError, per_surface, steps
 from .inputs import is_list, parse_input
 from .models import Attempt, Comment, Mode, Stage, Transcript, VideoContext, VideoMetadata, VideoRef
 from .providers.base import AudioSource, SourceProvider
+from .providers.captions import missing_note, same_language
 from .providers.speech import AudioInput, SpeechToText
 from .runtime import Runtime
 
@@ -103,12 +106,18 @@ def _no_provider_text(ref: VideoRef) -> tuple[str, Hint]:
     if ref.platform == "web":
         return (
             f"No provider here can read {ref.url}.",
-            "Pages other than YouTube need yt-dlp: run vid2context locally with the `local` extra installed.",
+            "Tell the user, and do not retry: pages other than YouTube are read by yt-dlp, which this "
+            "server lacks; the local runtime with the `local` extra reads them (`vid2context get URL`).",
         )
     if ref.platform == "local":
         return (
             f"No provider here can read the local file {ref.native_id}.",
-            "Local files need the local runtime with ffmpeg installed (`pip install 'vid2context[local]'`).",
+            per_surface(
+                rest="Upload the file (POST /api/v1/uploads) and read the upload:<sha256> it returns, "
+                "or tell the user the local runtime reads files (`vid2context get FILE`).",
+                mcp="Tell the user, and do not retry: this server cannot read files; the local runtime "
+                "with ffmpeg can (`vid2context get FILE`, or `vid2context mcp`).",
+            ),
         )
     if ref.platform == "upload":
         return (
@@ -166,13 +175,16 @@ def combine_errors(errors: list[VidError], attempts: list[Attempt]) -> VidError:
     return VidError(
         ErrorCode.ALL_RUNGS_FAILED,
         f"Every provider failed ({summary}).",
-        hint=hints[0] if hints else "See attempts for what each provider answered.",
+        hint=hints[0]
+        if hints
+        else "Tell the user what attempts say each rung answered; do not retry the same call.",
         attempts=attempts,
     )
 
 
 def _cache_fits(context: VideoContext, mode: Mode, lang: str | None) -> bool:
-    """Whether a saved context answers this request without a new fetch."""
+    """Whether a saved context answers this request without a new fetch: a transcript in ``lang``,
+    or the best track saved for the same missing ``lang`` before."""
     transcript = context.transcript
     if transcript is None:
         return False
@@ -180,9 +192,21 @@ def _cache_fits(context: VideoContext, mode: Mode, lang: str | None) -> bool:
         return False
     if mode == "captions" and transcript.origin == "asr":
         return False
-    if lang and transcript.language:
-        return transcript.language.lower().split("-")[0] == lang.lower().split("-")[0]
+    if lang and transcript.language and not same_language(lang, transcript.language, exact=False):
+        asked = transcript.requested_language
+        return asked is not None and same_language(lang, asked, exact=True)
     return True
+
+
+def _as_asked(transcript: Transcript | None, lang: str | None) -> Transcript | None:
+    """A saved transcript as the answer to this call: a language a call asked for before (and
+    that had no track) is no longer said to be missing, unless this call asks for it again."""
+    missing = transcript.requested_language if transcript is not None else None
+    if transcript is None or missing is None or (lang and same_language(lang, missing, exact=True)):
+        return transcript
+    before, after = missing_note(missing, transcript.available_languages)
+    note = (transcript.note or "").replace(before, "", 1).replace(after, "", 1) or None
+    return msgspec.structs.replace(transcript, requested_language=None, note=note)
 
 
 def _check_mode(mode: str) -> Mode:
@@ -190,7 +214,7 @@ def _check_mode(mode: str) -> Mode:
         raise VidError(
             ErrorCode.BAD_REQUEST,
             f"Unknown mode {mode[:20]!r}.",
-            hint="Use one of: " + ", ".join(MODES) + ".",
+            hint="Give mode as one of: " + ", ".join(MODES) + ".",
         )
     return mode  # type: ignore[return-value]
 
@@ -225,7 +249,7 @@ async def get_context(
             return VideoContext(
                 id=cached.id,
                 metadata=cached.metadata,
-                transcript=cached.transcript,
+                transcript=_as_asked(cached.transcript, lang),
                 comments=cached.comments,
                 attempts=[hit],
                 fetched_at=cached.fetched_at,
@@ -249,7 +273,7 @@ async def get_context(
         raise VidError(
             ErrorCode.TIMEOUT,
             f"{ref.id} took longer than this call's time limit.",
-            hint="Retry in a moment: the work goes on and its result is saved to the library.",
+            hint="Repeat the call in a moment: the work goes on, and its result is saved to the library.",
         ) from None
 
 
@@ -287,7 +311,7 @@ async def _transcript(
         raise VidError(
             ErrorCode.NO_PROVIDER,
             "mode=video (reading the picture) needs a vision provider, and none is installed.",
-            hint="Use mode=auto for captions or speech-to-text.",
+            hint="Use mode=auto (captions, then speech-to-text) instead.",
             attempts=attempts,
         )
     errors: list[VidError] = []
@@ -336,8 +360,9 @@ def _no_stt_rung(attempts: list[Attempt]) -> VidError:
         ErrorCode.NO_PROVIDER,
         "No speech-to-text rung is set up, so the audio cannot be transcribed.",
         hint=steps(
-            "Set GROQ_API_KEY (free tier), CLOUDFLARE_ACCOUNT_ID and CLOUDFLARE_API_TOKEN, or "
-            "VID2CONTEXT_STT_URL, or install the stt-local extra; {rungs} lists every rung."
+            "Tell the user to set GROQ_API_KEY (free tier), CLOUDFLARE_ACCOUNT_ID and "
+            "CLOUDFLARE_API_TOKEN, or VID2CONTEXT_STT_URL, or to install the stt-local extra ({rungs} "
+            "lists every rung); do not retry until one is set."
         ),
         attempts=attempts,
     )
@@ -422,8 +447,14 @@ async def _speech_to_text(
         no_audio = VidError(
             ErrorCode.NO_PROVIDER,
             f"{first.name} cannot download audio here, so speech-to-text cannot run.",
-            hint="Speech-to-text of these videos needs the local runtime, which downloads audio with yt-dlp "
-            "(`pip install 'vid2context[local]'`).",
+            hint=per_surface(
+                rest="This server cannot download the audio of these videos: upload the video or its "
+                "audio (POST /api/v1/uploads) and read the upload:<sha256> it returns with mode=stt, or "
+                "tell the user the local runtime transcribes them (`vid2context get URL --mode stt`).",
+                mcp="Tell the user, and do not retry: this server cannot download the audio of these "
+                "videos to transcribe them; the local runtime can (`vid2context get URL --mode stt`, "
+                "or `vid2context mcp`).",
+            ),
             attempts=attempts,
         )
         if mode == "auto" and caption_errors:
@@ -484,7 +515,9 @@ async def list_items(
     limit = cap if limit is None else limit
     if not 1 <= limit <= cap:
         raise VidError(
-            ErrorCode.BAD_REQUEST, f"limit must be 1 to {cap}, not {limit}.", hint=f"Pass 1 to {cap}."
+            ErrorCode.BAD_REQUEST,
+            f"limit must be 1 to {cap}, not {limit}.",
+            hint=f"Give limit from 1 to {cap}.",
         )
     ref = resolve(runtime, source)
     if ref.kind == "video":
@@ -522,7 +555,8 @@ async def get_comments(runtime: Runtime, source: str | VideoRef, *, limit: int, 
         raise VidError(
             ErrorCode.NO_PROVIDER,
             f"No provider here can read comments for {ref.id[:80]}.",
-            hint="Comments need the yt-dlp provider (local runtime).",
+            hint="Tell the user, and do not retry: comments are read by the yt-dlp rung of the local "
+            "runtime (`vid2context mcp`, or `vid2context serve`).",
         )
     attempts: list[Attempt] = []
     found = await _first_success(attempts, providers, "comments", lambda p: p.comments(ref, ctx, limit=limit))

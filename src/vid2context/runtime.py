@@ -28,6 +28,7 @@ from .providers.speech import SpeechToText
 from .providers.stt import hosted_rungs, ordered, stt_plan
 from .providers.upload import UploadProvider
 from .providers.youtube import YouTubeProvider
+from .refusals import Where
 from .search.embedders.base import Embedder, EmbedPlan
 from .search.embedders.rungs import hosted_embedders
 from .search.embedders.rungs import ordered as ordered_embedders
@@ -145,7 +146,12 @@ def build_runtime(
     index unless ``vectors`` is given; the platform builders set their own, or none)."""
     client = http or make_http_client(settings)
     sources: list[SourceProvider] = [
-        YouTubeProvider(client, origin=settings.youtube_origin, max_items=settings.max_playlist_items),
+        YouTubeProvider(
+            client,
+            origin=settings.youtube_origin,
+            max_items=settings.max_playlist_items,
+            where=Where(edge=name == "worker", files=name != "worker" and not settings.public),
+        ),
     ]
     runtime = Runtime(
         settings=settings,
@@ -318,6 +324,7 @@ def _worker_environ(env: Any) -> dict[str, str]:
             raise VidError(
                 ErrorCode.BAD_REQUEST,
                 f"{setting.env} is not text: the Worker's vars and secrets must be strings.",
-                hint=f"Set {setting.env} as a string in wrangler.toml [vars] or with `wrangler secret put`.",
+                hint=f"Tell the user to set {setting.env} as a string in wrangler.toml [vars] or with "
+                "`wrangler secret put`; do not retry until then.",
             )
     return environ

@@ -441,7 +441,7 @@ def _bad(setting: Setting, raw: str, why: str) -> VidError:
     return VidError(
         ErrorCode.BAD_REQUEST,
         f"{setting.env}={raw[:40]!r} is not valid: {why}.",
-        hint=f"{setting.env}: {setting.help}",
+        hint=f"Tell the user to fix {setting.env} ({setting.help}); do not retry until then.",
     )
 
 

@@ -138,8 +138,8 @@ def too_large(runtime: Runtime) -> VidError:
     return VidError(
         ErrorCode.TOO_LARGE,
         f"The file is larger than {runtime.settings.max_upload_mb} MiB, this server's upload limit.",
-        hint="Reduce it to compressed mono audio first (about 30 MB per hour at 64 kbit/s), "
-        "or use the local runtime with a file path.",
+        hint="Reduce it to compressed mono audio first (about 30 MB per hour at 64 kbit/s) and upload "
+        "that, or tell the user the local runtime reads the file from its path.",
     )
 
 

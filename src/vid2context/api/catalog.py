@@ -136,7 +136,7 @@ def models(
             raise VidError(
                 ErrorCode.BAD_REQUEST,
                 f"Unknown model kind {shown!r}.",
-                hint="Use one of: " + ", ".join(MODEL_KINDS) + ", or leave kind out for all.",
+                hint="Give kind as one of: " + ", ".join(MODEL_KINDS) + ", or leave kind out for all.",
             )
     runtime = runtime_of(request)
     rungs = [rung for rung in model_rungs(runtime) if wanted is None or rung.kind == wanted]

@@ -116,7 +116,7 @@ def _validation_error(exc: HTTPException) -> VidError:
     return VidError(
         ErrorCode.BAD_REQUEST,
         message,
-        hint=f"Fix {target} and retry; GET /api/v1/openapi.json describes every parameter.",
+        hint=f"Fix {target} and send the request again; GET /api/v1/openapi.json describes every parameter.",
     )
 
 
@@ -141,17 +141,30 @@ def _http_error(request: Request, exc: HTTPException) -> Response[dict]:
     elif isinstance(exc, ValidationException) or exc.status_code == 400:
         error = _validation_error(exc)
     elif exc.status_code == 413:
-        error = VidError(ErrorCode.TOO_LARGE, "The request body is too large.", hint="Send a smaller body.")
+        error = VidError(
+            ErrorCode.TOO_LARGE,
+            "The request body is too large.",
+            hint="Send a smaller body; media goes to POST /api/v1/uploads.",
+        )
     elif exc.status_code == 401:
         error = VidError(
-            ErrorCode.UNAUTHORIZED, "An API key is required.", hint="Send Authorization: Bearer <key>."
+            ErrorCode.UNAUTHORIZED,
+            "An API key is required.",
+            hint="Send Authorization: Bearer <key> with a key from VID2CONTEXT_API_KEYS.",
         )
     elif exc.status_code == 403:
         error = VidError(
-            ErrorCode.FORBIDDEN, "This key may not do that.", hint="Use a key with a wider scope."
+            ErrorCode.FORBIDDEN,
+            "This key may not do that.",
+            hint="Tell the user this key's scope does not allow it (VID2CONTEXT_API_KEYS gives each key "
+            "its scope); do not retry with this key.",
         )
     elif exc.status_code == 429:
-        error = VidError(ErrorCode.RATE_LIMITED, "Too many requests.", hint="Slow down and retry.")
+        error = VidError(
+            ErrorCode.RATE_LIMITED,
+            "Too many requests.",
+            hint="Wait the Retry-After seconds, then repeat the call; spread requests out.",
+        )
     elif 400 <= exc.status_code < 500:
         # Other client errors (415, 406, ...) keep their status; the body is ours.
         error = VidError(ErrorCode.BAD_REQUEST, f"The request was refused ({exc.status_code}).")

@@ -183,7 +183,9 @@ def _not_found(response: Response) -> Response:
     if response.status_code == 404:
         return error_response(
             VidError(
-                ErrorCode.NOT_FOUND, "No such document.", hint=f"The OpenAPI document is GET {OPENAPI_PATH}."
+                ErrorCode.NOT_FOUND,
+                "No such document.",
+                hint="Read the routes from GET /api/v1/openapi.json.",
             )
         )
     return response

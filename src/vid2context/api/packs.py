@@ -144,7 +144,7 @@ def _too_many(count: str) -> VidError:
     return VidError(
         ErrorCode.TOO_LARGE,
         f"This request names {count} videos; the limit is {MAX_VIDEOS}.",
-        hint=f"Split the inputs into requests of at most {MAX_VIDEOS} videos each.",
+        hint=f"Give inputs of at most {MAX_VIDEOS} videos per request, and send the rest in further requests.",
     )
 
 

@@ -113,7 +113,7 @@ def parse_mode(value: str | None) -> Mode:
         return "auto"
     mode = value.strip().lower()
     if mode not in MODES:
-        raise _bad(f"Unknown mode {_shown(value, 20)}.", "Use one of: " + ", ".join(MODES) + ".")
+        raise _bad(f"Unknown mode {_shown(value, 20)}.", "Give mode as one of: " + ", ".join(MODES) + ".")
     return mode  # type: ignore[return-value]
 
 
@@ -161,9 +161,7 @@ def parse_bool(name: str, value: str | None) -> bool:
         return True
     if text in _FALSE:
         return False
-    raise _bad(
-        f"{name} must be 1 or 0, not {_shown(value, 20)}.", f"Use {name}=1 (or true, yes) or {name}=0."
-    )
+    raise _bad(f"{name} must be 1 or 0, not {_shown(value, 20)}.", f"Give {name} as 1 (or true, yes) or 0.")
 
 
 @overload
@@ -179,7 +177,7 @@ def parse_int(name: str, value: str | None, *, low: int, high: int, default: int
     if number is None or not low <= number <= high:
         raise _bad(
             f"{name} must be a whole number from {low} to {high}, not {_shown(value, 20)}.",
-            f"Pass {low} to {high}.",
+            f"Give {name} from {low} to {high}.",
         )
     return number
 

@@ -32,7 +32,7 @@ from .params import (
     require_url,
     runtime_of,
 )
-from .videos import TEXT_MIME, text_response
+from .videos import CONTENT_LANGUAGE, TEXT_MIME, text_response
 
 __all__ = ["outline", "section"]
 
@@ -67,6 +67,7 @@ def _given(value: str | None) -> str | None:
     "/api/v1/section",
     media_type=TEXT_MIME,
     response_description="The section rendered by the chosen formatter; Content-Type is its mimeType.",
+    response_headers=[CONTENT_LANGUAGE],
 )
 async def section(
     request: Request,
@@ -124,4 +125,5 @@ async def section(
     )
     part = get_section(found, chapter=chosen, from_=start_sec, to=end_sec)
     text = render_view(part.context, formatter, options, section_line=part.section_line())
-    return text_response(text, formatter.mime_type)
+    language = found.transcript.language if found.transcript else None
+    return text_response(text, formatter.mime_type, language=language)

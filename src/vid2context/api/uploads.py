@@ -37,7 +37,7 @@ FORM_SLACK_BYTES = 64 * 1024
 _MAX_PARTS = 16
 _HINT = (
     "Send multipart/form-data with the file in a field named `file`, "
-    "e.g. curl -F file=@talk.mp3 http://127.0.0.1:8787/api/v1/uploads."
+    "e.g. `curl -F file=@talk.mp3 http://127.0.0.1:8787/api/v1/uploads`."
 )
 
 

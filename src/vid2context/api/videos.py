@@ -12,6 +12,7 @@ output (Markdown, the pack and JSON carry their own header, subtitles must stay 
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Annotated
 
 import msgspec
@@ -43,6 +44,7 @@ from .params import (
 )
 
 __all__ = [
+    "CONTENT_LANGUAGE",
     "MAX_COMMENTS",
     "TEXT_MIME",
     "CommentsResponse",
@@ -62,6 +64,7 @@ _JSON = "application/json"
 TEXT_MIME = FORMATTERS["text"].mime_type
 _ENCODER = msgspec.json.Encoder()
 _SKIP_OFF = frozenset({"", "0", "false", "no"})
+_LANGUAGE_TAG = re.compile(r"[A-Za-z0-9-]{1,35}")
 
 
 class ItemsResponse(Base, kw_only=True):
@@ -85,9 +88,24 @@ def _matches(if_none_match: str | None, etag: str) -> bool:
     return any(tag == "*" or tag.removeprefix("W/") == etag for tag in tags)
 
 
-def text_response(text: str, mime_type: str) -> Response[str]:
-    """``text`` with ``mime_type`` as given: Litestar would append a second charset to ``text/*``."""
-    return Response(text, media_type=mime_type, headers={"Content-Type": mime_type})
+CONTENT_LANGUAGE = ResponseHeader(
+    name="Content-Language",
+    description="The transcript's language; another than lang asked for when no track is in it.",
+    documentation_only=True,
+    value="",  # documentation only: gives the header its string schema
+)
+
+
+def text_response(text: str, mime_type: str, *, language: str | None = None) -> Response[str]:
+    """``text`` with ``mime_type`` as given: Litestar would append a second charset to ``text/*``.
+
+    ``language`` (the transcript's) is sent as ``Content-Language``, so a client that asked for
+    another one sees what it got in every format, subtitles included.
+    """
+    headers = {"Content-Type": mime_type}
+    if language and _LANGUAGE_TAG.fullmatch(language):
+        headers["Content-Language"] = language
+    return Response(text, media_type=mime_type, headers=headers)
 
 
 @get(
@@ -128,6 +146,7 @@ async def context(
     "/api/v1/transcript",
     media_type=TEXT_MIME,
     response_description="The transcript rendered by the chosen formatter; Content-Type is its mimeType.",
+    response_headers=[CONTENT_LANGUAGE],
 )
 async def transcript(
     request: Request,
@@ -156,13 +175,15 @@ async def transcript(
         raise VidError(
             ErrorCode.BAD_REQUEST,
             "translate=1 needs the translation layer, which is not installed.",
-            hint="Pass lang=xx (for example lang=de) for a track the platform already has, without translate.",
+            hint="Leave translate out, and give lang as a language the video has a track in "
+            "(GET /api/v1/context lists them in transcript.availableLanguages).",
         )
     runtime = runtime_of(request)
     found = await get_context(
         runtime, source, mode=checked_mode, lang=checked_lang, ctx=request_ctx(request, runtime)
     )
-    return text_response(render_view(found, formatter, options), formatter.mime_type)
+    language = found.transcript.language if found.transcript else None
+    return text_response(render_view(found, formatter, options), formatter.mime_type, language=language)
 
 
 @get("/api/v1/metadata")

@@ -58,8 +58,9 @@ class UpstreamDialer:
             raise VidError(
                 ErrorCode.BAD_REQUEST,
                 "In public mode VID2CONTEXT_PROXY must be an http:// or https:// proxy.",
-                hint="Public mode checks every address and dials it through the proxy with CONNECT; use "
-                "an HTTP(S) proxy (SOCKS is not supported there), or unset VID2CONTEXT_PROXY.",
+                hint="Tell the user: public mode dials every checked address through the proxy with "
+                "CONNECT, so VID2CONTEXT_PROXY must be an HTTP(S) proxy (SOCKS is not supported there) or "
+                "unset; do not retry until then.",
             )
         self._host = parts.hostname
         self._port = parts.port or (443 if scheme == "https" else 80)

@@ -92,7 +92,8 @@ class Egress:
             raise VidError(
                 ErrorCode.UPSTREAM,
                 f"The host of {subject} has no address (DNS found none).",
-                hint="Check the URL's host name; if it is right, retry later.",
+                hint="Check the url's host name for a typo; if it is right, tell the user the host has no "
+                "address, and do not retry.",
             ) from None
 
     @asynccontextmanager

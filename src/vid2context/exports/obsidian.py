@@ -43,7 +43,10 @@ __all__ = [
 ]
 
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|#^\[\]]+')
-_ROOTS_HINT = "Give a folder inside {roots}, or add its parent to VID2CONTEXT_FILE_ROOTS (comma-separated)."
+_ROOTS_HINT = (
+    "Give a folder inside {roots} as vaultPath, or tell the user to add its parent to "
+    "VID2CONTEXT_FILE_ROOTS (comma-separated)."
+)
 MAX_NAME = 100
 
 
@@ -81,7 +84,8 @@ def resolve_vault(vault_path: str, roots: Sequence[Path]) -> Path:
         raise VidError(
             ErrorCode.FORBIDDEN,
             "No allowed root exists, so nothing may be written.",
-            hint="Set VID2CONTEXT_FILE_ROOTS to existing folders (comma-separated).",
+            hint="Tell the user to set VID2CONTEXT_FILE_ROOTS to existing folders (comma-separated); do not retry "
+            "until then.",
         )
     given = Path(os.path.expanduser(vault_path.strip()))
     candidate = given if given.is_absolute() else roots[0] / given

@@ -58,7 +58,7 @@ def get_formatter(format_id: str) -> Formatter:
     raise VidError(
         ErrorCode.BAD_REQUEST,
         f"Unknown format {shown!r}.",
-        hint=f"Use one of: {', '.join(FORMATTERS)}.",
+        hint=f"Give format as one of: {', '.join(FORMATTERS)}.",
     )
 
 

@@ -294,7 +294,7 @@ class McpHttp:
                 error = VidError(
                     ErrorCode.RATE_LIMITED,
                     f"Too many requests: at most {self.runtime.settings.mcp_rate_limit} a minute.",
-                    hint=f"Wait {retry_after} s (Retry-After) and retry.",
+                    hint=f"Wait {retry_after} s (Retry-After), then repeat the call.",
                     retry_after=retry_after,
                 )
                 await send_error(send, error, headers=cors)
@@ -306,7 +306,8 @@ class McpHttp:
                 VidError(
                     ErrorCode.INTERNAL,
                     "The MCP server is not running.",
-                    hint="The app's lifespan has not started; retry in a moment.",
+                    hint="The app's lifespan has not started: repeat the call in a moment; if it persists, "
+                    "tell the user, and do not retry.",
                 ),
             )
             return

@@ -120,7 +120,7 @@ def _decode_error(stderr: str, what: str) -> VidError:
         return VidError(
             ErrorCode.NO_TRANSCRIPT,
             f"{what} has no audio track, so there is nothing to transcribe.",
-            hint="Check that the file has sound.",
+            hint="Tell the user the file has no sound to transcribe; do not retry.",
         )
     return VidError(
         ErrorCode.BAD_REQUEST,
@@ -176,7 +176,7 @@ async def decode(
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
             f"{what} has no audio (0 seconds).",
-            hint="Check that the file has sound.",
+            hint="Tell the user the file has no sound to transcribe; do not retry.",
         )
     starts = [float(m) for m in _SILENCE_START.findall(text)]
     ends = [float(m) for m in _SILENCE_END.findall(text)]
@@ -279,7 +279,8 @@ class FfmpegPrep:
             raise VidError(
                 ErrorCode.INTERNAL,
                 "Could not encode an audio piece.",
-                hint="Retry; report it if it persists.",
+                hint="Tell the user an audio piece could not be encoded (the server's log says why); do not "
+                "retry more than once.",
             )
         data = await asyncio.to_thread(Path(target).read_bytes)
         await asyncio.to_thread(os.remove, target)

@@ -57,7 +57,9 @@ __all__ = [
     "parse_captions",
     "parse_json3",
     "parse_timedtext_xml",
+    "missing_note",
     "same_language",
+    "track_languages",
 ]
 
 MAX_CAPTION_CHARS = 20_000_000
@@ -150,8 +152,8 @@ def _bad(source: str, why: str) -> VidError:
     return VidError(
         ErrorCode.UPSTREAM,
         f"Could not read the caption file for {source}: {why}.",
-        hint="Retry later; if it persists, run vid2context locally (yt-dlp reads captions too) "
-        "or use mode=stt.",
+        hint="Retry once in a minute; if it fails again, tell the user the caption file could not be "
+        "read, and do not retry.",
     )
 
 
@@ -374,6 +376,29 @@ class TrackChoice:
     translate_to: str | None
     """The platform's code to translate into, or ``None`` to read the track as it is."""
     note: str
+    missing: str | None = None
+    """The language asked for when no track is in it (the choice is the best track instead)."""
+    languages: tuple[str, ...] = ()
+    """The languages of the tracks there are, each once, in the platform's order."""
+
+
+_NOTE_LANGUAGES = 12
+"""Most track languages a note lists (``available_languages`` has them all): a header shows a
+note on one line of at most 200 characters."""
+
+
+def track_languages(tracks: Sequence[CaptionTrack]) -> tuple[str, ...]:
+    """Each track's language once, in the order the platform lists them."""
+    return tuple(dict.fromkeys(track.language for track in tracks))
+
+
+def missing_note(lang: str, languages: Sequence[str]) -> tuple[str, str]:
+    """What a note says before and after its reason when ``lang`` had no track: that it had none
+    (first, so a shortened line still says it), and which languages there are."""
+    shown = ", ".join(languages[:_NOTE_LANGUAGES])
+    if len(languages) > _NOTE_LANGUAGES:
+        shown += f" and {len(languages) - _NOTE_LANGUAGES} more"
+    return f"requested {lang} not available, so the best track instead: ", f"; tracks: {shown}"
 
 
 def _label(track: CaptionTrack) -> str:
@@ -427,17 +452,21 @@ def choose_track(
     """The track to read, and why; ``None`` only when ``tracks`` is empty.
 
     With ``lang``: a track in that language (manual first), else a platform translation into it
-    from a translatable track (the video's own language first), else the video's own track with a
-    note saying ``lang`` was not available. Without ``lang``: the video's own language, manual
-    first, else the first manual track, else the first one.
+    from a translatable track (the video's own language first), else the best track as without
+    ``lang``, with ``missing`` set and a note that says so and lists the languages there are.
+    Without ``lang``: the video's own language, manual first, else the first manual track, else
+    the first one.
     """
     if not tracks:
         return None
-    missing = ""
+    languages = track_languages(tracks)
+    missing = None
     if lang:
         index = _find(tracks, lang)
         if index is not None:
-            return TrackChoice(index, None, f"requested {lang}: {_reason(tracks, index)}")
+            return TrackChoice(
+                index, None, f"requested {lang}: {_reason(tracks, index)}", languages=languages
+            )
         target = next((code for code in translation_languages if same_language(code, lang, exact=True)), None)
         target = target or next(
             (code for code in translation_languages if same_language(code, lang, exact=False)), None
@@ -445,10 +474,15 @@ def choose_track(
         source = _translation_source(tracks, video_language)
         if target is not None and source is not None:
             note = f"no {lang} track; {_label(tracks[source])} translated to {target} by YouTube"
-            return TrackChoice(source, target, note)
-        missing = f"; requested {lang} not available (no track and no translation into it)"
+            return TrackChoice(source, target, note, languages=languages)
+        # No track and no platform translation: the best track, saying so. A translation of our
+        # own (an LLM's, `translate=1` on the REST API, not built yet) would start from here.
+        missing = lang
+    before, after = missing_note(lang, languages) if missing else ("", "")
     index = _find(tracks, video_language) if video_language else None
     if index is None:
         index = next((i for i, t in enumerate(tracks) if t.kind == "manual"), 0)
-        return TrackChoice(index, None, f"{_label(tracks[index])} chosen{missing}")
-    return TrackChoice(index, None, f"video language {video_language}: {_reason(tracks, index)}{missing}")
+        note = f"{_label(tracks[index])} chosen"
+    else:
+        note = f"video language {video_language}: {_reason(tracks, index)}"
+    return TrackChoice(index, None, f"{before}{note}{after}", missing, languages)

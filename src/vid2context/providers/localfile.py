@@ -61,10 +61,13 @@ __all__ = [
     "resolve_local_path",
 ]
 
-FFMPEG_HINT = "Install ffmpeg, which brings ffprobe (`apt-get install ffmpeg`, `brew install ffmpeg`, `winget install ffmpeg`)."
+FFMPEG_HINT = (
+    "Tell the user to install ffmpeg, which brings ffprobe (`apt-get install ffmpeg`, `brew install "
+    "ffmpeg`, `winget install ffmpeg`), and do not retry until then."
+)
 ROOTS_HINT = (
-    "Move the file into an allowed folder, or add its folder to VID2CONTEXT_FILE_ROOTS "
-    "(comma-separated; unset means the current directory)."
+    "Give the path of a file inside an allowed folder, or tell the user to add its folder to "
+    "VID2CONTEXT_FILE_ROOTS (comma-separated; unset means the current directory)."
 )
 SAMPLE_RATE = 16_000
 AUDIO_FORMATS: dict[str, list[str]] = {
@@ -197,7 +200,7 @@ def resolve_local_path(native: str, roots: Sequence[str]) -> Path:
         raise VidError(
             ErrorCode.BAD_REQUEST,
             f"{shown} cannot be opened ({exc.strerror or 'error'}).",
-            hint="Check the file.",
+            hint="Check the path; if it is right, tell the user the file cannot be opened, and do not retry.",
         ) from None
     if info.st_size == 0:
         raise VidError(
@@ -210,7 +213,8 @@ def _unreadable(shown: str) -> VidError:
     return VidError(
         ErrorCode.BAD_REQUEST,
         f"{shown} cannot be read: permission denied.",
-        hint="Check the file's permissions for the user running vid2context.",
+        hint="Tell the user the file is not readable by the user running vid2context (its "
+        "permissions); do not retry.",
     )
 
 
@@ -337,7 +341,7 @@ async def extract_audio(
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
             f"{shown} has no audio track, so there is no speech to transcribe.",
-            hint="Give a file with sound.",
+            hint="Tell the user the file has no sound to transcribe; do not retry.",
         )
     folder = Path(dest_dir) if dest_dir is not None else Path(tempfile.mkdtemp(prefix="vid2context-audio-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -357,7 +361,8 @@ async def extract_audio(
         raise VidError(
             ErrorCode.BAD_REQUEST,
             f"ffmpeg could not extract the audio of {shown} ({said}).",
-            hint="The file may be damaged or use a codec this ffmpeg lacks; try converting it first.",
+            hint="Tell the user the file may be damaged or use a codec this ffmpeg lacks (converting it "
+            "first may help); do not retry.",
         )
     length = None
     if out.is_file() and out.stat().st_size:
@@ -371,7 +376,7 @@ async def extract_audio(
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
             f"The audio of {shown} is empty (zero length).",
-            hint="There is nothing to transcribe.",
+            hint="Tell the user the audio is empty, so there is nothing to transcribe; do not retry.",
         )
     return out
 
@@ -492,6 +497,8 @@ class LocalFileProvider:
                 producer="local/sidecar" if source.kind == "sidecar" else "local/ffmpeg",
                 segments=segments,
                 note=f"{note}; {source.label}",
+                requested_language=choice.missing,
+                available_languages=[code for code in choice.languages if code != "und"],
             )
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
@@ -504,7 +511,9 @@ class LocalFileProvider:
 
     async def comments(self, ref: VideoRef, ctx: Ctx, *, limit: int) -> list[Comment]:
         raise VidError(
-            ErrorCode.NO_PROVIDER, "Local files have no comments.", hint="Comments come from video sites."
+            ErrorCode.NO_PROVIDER,
+            "Local files have no comments.",
+            hint="Tell the user local files have no comments; do not retry.",
         )
 
     # -- audio, for speech-to-text --
@@ -520,14 +529,14 @@ class LocalFileProvider:
             raise VidError(
                 ErrorCode.NO_TRANSCRIPT,
                 f"{_shown(ref.native_id)} has no audio track, so there is no speech to transcribe.",
-                hint="Give a file with sound.",
+                hint="Tell the user the file has no sound to transcribe; do not retry.",
             )
         duration = _float(streams[0].get("duration")) or probed.duration
         if duration is not None and duration == 0:
             raise VidError(
                 ErrorCode.NO_TRANSCRIPT,
                 f"The audio of {_shown(ref.native_id)} is empty (zero length).",
-                hint="There is nothing to transcribe.",
+                hint="Tell the user the audio is empty, so there is nothing to transcribe; do not retry.",
             )
         return AudioInput.from_path(str(path), mime=media_mime(path), duration_sec=duration)
 

@@ -130,5 +130,6 @@ async def run_program(
     raise VidError(
         ErrorCode.TIMEOUT,
         f"{what} took longer than {timeout:g} s and was stopped.",
-        hint="Retry; if it keeps happening, raise the timeout setting or check the network and proxy.",
+        hint="Repeat the call once; if it runs out of time again, tell the user to raise "
+        "VID2CONTEXT_YTDLP_TIMEOUT_S or to check the network and VID2CONTEXT_PROXY, and do not retry.",
     )

@@ -52,6 +52,7 @@ __all__ = [
     "AudioInput",
     "STT_WORDING",
     "RungError",
+    "UPSTREAM_HINT",
     "SpeechToText",
     "Tier",
     "VerboseJson",
@@ -184,6 +185,13 @@ def parse_retry_after(raw: str | None) -> int | None:
     return max(0, min(seconds, MAX_RETRY_AFTER))
 
 
+UPSTREAM_HINT = (
+    "Repeat the call once in a minute (the next speech-to-text rung, when one is set up, is tried "
+    "first); if it fails again, tell the user the service failed, and do not retry."
+)
+"""A speech-to-text service's failure that may pass."""
+
+
 def _excerpt(body: str) -> str:
     """A short, single-line piece of an upstream error body, for the message."""
     text = " ".join(body.split())
@@ -200,13 +208,18 @@ class Wording(NamedTuple):
     """What a 413 refused: ``an audio piece``."""
     too_large_hint: str
     timeout_hint: str
+    upstream_hint: str
+    """A service's failure that may pass (5xx)."""
 
 
 STT_WORDING = Wording(
     capability="speech-to-text",
     too_large="an audio piece",
-    too_large_hint="Lower VID2CONTEXT_STT_CHUNK_MB so pieces stay under the service's upload cap.",
-    timeout_hint="Retry; long audio is sent in pieces, each with its own time limit.",
+    too_large_hint="Tell the user to lower VID2CONTEXT_STT_CHUNK_MB so pieces stay under the service's upload "
+    "cap; do not retry until then.",
+    timeout_hint="Repeat the call once (long audio is sent in pieces, each with its own time limit); if "
+    "it runs out of time again, tell the user, and do not retry.",
+    upstream_hint=UPSTREAM_HINT,
 )
 
 
@@ -224,7 +237,12 @@ def status_error(
     if status in (401, 403):
         names = " and ".join(requires) or "the service's key"
         return RungError(
-            ErrorCode.AUTH, f"{service} refused the credentials (HTTP {status}).", hint=f"Check {names}."
+            ErrorCode.AUTH,
+            f"{service} refused the credentials (HTTP {status}).",
+            hint=steps(
+                f"Tell the user {service} refused {names}: set a valid key, or another rung's "
+                "({rungs} lists them); do not retry until then."
+            ),
         )
     if status == 413:
         return RungError(
@@ -238,7 +256,8 @@ def status_error(
             ErrorCode.RATE_LIMITED,
             f"{service} is rate-limiting {wording.capability} requests{wait}.",
             hint=steps(
-                f"Retry later, or set the key of another {wording.capability} rung ({{rungs}} lists them)."
+                "Wait the Retry-After seconds, then repeat the call once; or tell the user to set the key "
+                f"of another {wording.capability} rung ({{rungs}} lists them)."
             ),
             retry_after=retry_after,
             retryable=True,
@@ -247,7 +266,7 @@ def status_error(
     return RungError(
         ErrorCode.UPSTREAM,
         f"{service} answered HTTP {status}{said}.",
-        hint=f"Retry later; another {wording.capability} rung is tried next when one is set up.",
+        hint=wording.upstream_hint,
         retryable=retryable,
     )
 
@@ -278,7 +297,8 @@ def transport_error(
     return RungError(
         ErrorCode.UPSTREAM,
         f"Could not reach {service}: {type(exc).__name__}.",
-        hint="Check the network and the service's URL, then retry.",
+        hint="Repeat the call once in a moment; if it fails again, tell the user to check the network "
+        "and the service's URL, and do not retry.",
         retryable=True,
     )
 
@@ -361,7 +381,8 @@ def verbose_json_transcript(
         raise RungError(
             ErrorCode.UPSTREAM,
             f"{service} answered something that is not a verbose_json transcription.",
-            hint="Check that the endpoint is an OpenAI-compatible /audio/transcriptions.",
+            hint="Tell the user the answer was not OpenAI-compatible speech-to-text (VID2CONTEXT_STT_URL "
+            "must name an OpenAI-compatible /audio/transcriptions); do not retry.",
         ) from None
     if answer.segments is not None:
         segments = clean_segments([(s.start, s.end, s.text) for s in answer.segments])

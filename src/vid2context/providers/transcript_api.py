@@ -53,8 +53,19 @@ from youtube_transcript_api import YouTubeTranscriptApi
 from youtube_transcript_api import _errors as yta_errors
 
 from ..ctx import Ctx
-from ..errors import ErrorCode, VidError
+from ..errors import ErrorCode, VidError, steps
 from ..models import CaptionTrack, Comment, Segment, Transcript, VideoMetadata, VideoRef
+from ..refusals import (
+    Where,
+    blocked,
+    consent,
+    flaky,
+    no_captions,
+    not_played,
+    po_token,
+    rate_limited,
+    signed_in,
+)
 from ..settings import Settings
 from .captions import choose_track, parse_timedtext_xml
 
@@ -63,11 +74,9 @@ __all__ = ["PRODUCER", "TranscriptApiProvider", "transcript_api_error"]
 PRODUCER = "youtube/transcript-api"
 YOUTUBE_ORIGIN = "https://www.youtube.com"
 
-HINT_BLOCKED = (
-    "YouTube is blocking requests from this address: set VID2CONTEXT_PROXY to a proxy (residential "
-    "ones work best); the yt-dlp rung with VID2CONTEXT_YTDLP_COOKIES may also get through."
-)
-HINT_STT = "Use mode=stt to transcribe the audio instead."
+_HERE = Where()
+"""This rung runs on the local runtime only."""
+HINT_STT = no_captions(_HERE)
 _VIDEO_ID = re.compile(r"[A-Za-z0-9_-]{11}")
 
 
@@ -87,44 +96,45 @@ def transcript_api_error(exc: BaseException, video_id: str) -> VidError:
         return VidError(
             ErrorCode.NOT_FOUND,
             f"Video {video_id} was not found: YouTube says it is unavailable.",
-            hint="Check the video id or URL; the video may have been removed or made private.",
+            hint="Check the url for a typo; if it is right, tell the user the video was removed or made "
+            "private, and do not retry.",
         )
     if isinstance(exc, e.IpBlocked):  # before RequestBlocked, its base class
         return VidError(
             ErrorCode.RATE_LIMITED,
             f"YouTube is rate-limiting requests from this address ({subject}).",
-            hint="Wait and retry; if it persists, set VID2CONTEXT_PROXY.",
+            hint=rate_limited(_HERE, None),
         )
     if isinstance(exc, e.RequestBlocked):
         return VidError(
             ErrorCode.BLOCKED,
             f"YouTube asks to sign in to confirm this is not a bot for video {video_id}: it blocks this address.",
-            hint=HINT_BLOCKED,
+            hint=blocked(_HERE),
         )
     if isinstance(exc, e.PoTokenRequired):
         return VidError(
             ErrorCode.BLOCKED,
             f"YouTube requires a PO token for the captions of video {video_id}.",
-            hint="The yt-dlp rung can fetch them (keep yt-dlp updated), or use mode=stt.",
+            hint=po_token(_HERE),
         )
     if isinstance(exc, e.AgeRestricted):
         return VidError(
             ErrorCode.UNAVAILABLE,
-            f"Video {video_id} is age-restricted.",
-            hint="The yt-dlp rung with VID2CONTEXT_YTDLP_COOKIES (a signed-in browser's cookies) can read it.",
+            f"Video {video_id} is age-restricted: YouTube shows it only to signed-in adult accounts.",
+            hint=signed_in(_HERE, "age"),
         )
     if isinstance(exc, e.VideoUnplayable):
         reason = " ".join(str(exc.reason or "").split())[:160] if hasattr(exc, "reason") else ""
         return VidError(
             ErrorCode.UNAVAILABLE,
             f"Video {video_id} cannot be played" + (f": {reason.rstrip('.')}." if reason else "."),
-            hint="YouTube does not play this video here (region, membership or a takedown).",
+            hint=not_played(_HERE),
         )
     if isinstance(exc, e.FailedToCreateConsentCookie):
         return VidError(
             ErrorCode.UPSTREAM,
             f"YouTube showed its EU cookie-consent page and it could not be answered ({subject}).",
-            hint="Set VID2CONTEXT_PROXY to a proxy outside the EU.",
+            hint=consent(_HERE),
         )
     if isinstance(exc, e.YouTubeRequestFailed):
         status = getattr(getattr(exc, "http_error", None), "response", None)
@@ -134,25 +144,19 @@ def transcript_api_error(exc: BaseException, video_id: str) -> VidError:
             f"YouTube answered HTTP {code} ({subject})."
             if code
             else f"A request to YouTube failed ({subject}).",
-            hint="Retry later; if it persists, another rung (InnerTube, yt-dlp) may still read it.",
+            hint=flaky(_HERE),
         )
+    network = (
+        "Retry once in a moment; if it fails again, tell the user to check the network and "
+        "VID2CONTEXT_PROXY, and do not retry."
+    )
     if isinstance(exc, requests.Timeout):
-        return VidError(
-            ErrorCode.TIMEOUT,
-            f"YouTube did not answer in time ({subject}).",
-            hint="Retry; if it keeps timing out, check VID2CONTEXT_PROXY or the network.",
-        )
+        return VidError(ErrorCode.TIMEOUT, f"YouTube did not answer in time ({subject}).", hint=network)
     if isinstance(exc, requests.RequestException):
         return VidError(
-            ErrorCode.UPSTREAM,
-            f"Could not reach YouTube ({subject}): {type(exc).__name__}.",
-            hint="Check the network and VID2CONTEXT_PROXY, then retry.",
+            ErrorCode.UPSTREAM, f"Could not reach YouTube ({subject}): {type(exc).__name__}.", hint=network
         )
-    return VidError(
-        ErrorCode.UPSTREAM,
-        f"Could not read YouTube's answer ({subject}).",
-        hint="Retry later; another rung (InnerTube, yt-dlp) may still read it.",
-    )
+    return VidError(ErrorCode.UPSTREAM, f"Could not read YouTube's answer ({subject}).", hint=flaky(_HERE))
 
 
 _EXPECTED: tuple[type[BaseException], ...] = (
@@ -229,7 +233,7 @@ class TranscriptApiProvider:
         raise VidError(
             ErrorCode.NO_PROVIDER,
             "youtube-transcript-api reads captions only, not video metadata.",
-            hint="Metadata comes from the InnerTube or yt-dlp rungs.",
+            hint=steps("Metadata comes from the InnerTube and yt-dlp rungs ({metadata})."),
         )
 
     async def caption_tracks(self, ref: VideoRef, ctx: Ctx) -> list[CaptionTrack]:
@@ -246,7 +250,8 @@ class TranscriptApiProvider:
         raise VidError(
             ErrorCode.NO_PROVIDER,
             "youtube-transcript-api does not read comments.",
-            hint="comments need the yt-dlp provider (local runtime)",
+            hint="Comments are read by the yt-dlp rung: tell the user to install yt-dlp (the `local` "
+            "extra) if this server lacks it, and do not retry until then.",
         )
 
     # -- running the library off the event loop --
@@ -265,7 +270,9 @@ class TranscriptApiProvider:
         vid = ref.native_id
         if not _VIDEO_ID.fullmatch(vid):
             raise VidError(
-                ErrorCode.BAD_REQUEST, f"{vid[:40]!r} is not a YouTube video id.", hint="Check the video URL."
+                ErrorCode.BAD_REQUEST,
+                f"{vid[:40]!r} is not a YouTube video id.",
+                hint="Give a url with an 11-character video id, or the video's full URL.",
             )
         ctx.check()
 
@@ -284,7 +291,9 @@ class TranscriptApiProvider:
         except TimeoutError:
             ctx.check()
             raise VidError(
-                ErrorCode.TIMEOUT, f"YouTube did not answer in time (video {vid}).", hint="Retry in a moment."
+                ErrorCode.TIMEOUT,
+                f"YouTube did not answer in time (video {vid}).",
+                hint="Retry once in a moment; if it fails again, tell the user, and do not retry.",
             ) from None
 
 
@@ -343,6 +352,8 @@ def _read(api: YouTubeTranscriptApi, session: _Session, vid: str, lang: str | No
         producer=PRODUCER,
         segments=segments,
         note=choice.note,
+        requested_language=choice.missing,
+        available_languages=list(choice.languages),
     )
 
 

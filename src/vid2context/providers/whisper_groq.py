@@ -84,7 +84,8 @@ class GroqWhisper:
             raise RungError(
                 ErrorCode.BAD_REQUEST,
                 f"Groq needs the audio in memory, and {audio.describe()} is a file path.",
-                hint="Local files go through the local runtime, which reads and splits them first.",
+                hint="Tell the user, and do not retry: files are read by the local runtime, which splits "
+                "them first (`vid2context get FILE`).",
             )
         if self.max_bytes is not None and len(audio.data) > self.max_bytes:
             raise status_error("Groq", 413)

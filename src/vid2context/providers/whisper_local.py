@@ -29,7 +29,7 @@ import time
 from typing import Any
 
 from ..ctx import Ctx
-from ..errors import ErrorCode, VidError
+from ..errors import ErrorCode, VidError, per_surface
 from ..models import Transcript
 from .audio_local import SAFE_DEMUXERS
 from .speech import AudioInput, Tier, clean_segments, language_code
@@ -139,14 +139,21 @@ class LocalWhisper:
     async def transcribe(self, audio: AudioInput, ctx: Ctx, *, lang: str | None = None) -> Transcript:
         if not self.enabled:
             raise VidError(
-                ErrorCode.NO_PROVIDER, "No local speech-to-text model is set.", hint="Set " + REQUIRES[0]
+                ErrorCode.NO_PROVIDER,
+                "No local speech-to-text model is set.",
+                hint="Tell the user to set VID2CONTEXT_WHISPER_MODEL, and do not retry until then.",
             )
         wanted = language_code(lang)
         if self.english_only and wanted not in (None, "en"):
             raise VidError(
                 ErrorCode.NO_PROVIDER,
                 f"The local model {self.model} knows English only, and {lang!r} was asked for.",
-                hint="Set VID2CONTEXT_WHISPER_MODEL to a multilingual model (small, medium, large-v3).",
+                hint=per_surface(
+                    rest="Leave lang out for English, or tell the user to set VID2CONTEXT_WHISPER_MODEL to a "
+                    "multilingual model (small, medium, large-v3).",
+                    mcp="Leave language out for English, or tell the user to set VID2CONTEXT_WHISPER_MODEL "
+                    "to a multilingual model (small, medium, large-v3).",
+                ),
             )
         if audio.data is not None and not audio.data:
             raise VidError(
@@ -175,7 +182,7 @@ class LocalWhisper:
                 raise VidError(
                     ErrorCode.NO_TRANSCRIPT,
                     f"{audio.describe()} has no audio track, so there is nothing to transcribe.",
-                    hint="Check that the file has sound.",
+                    hint="Tell the user the file has no sound to transcribe; do not retry.",
                 ) from None
             except (ValueError, OSError) as exc:  # av.error.InvalidDataError and kin
                 raise VidError(

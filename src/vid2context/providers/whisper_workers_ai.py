@@ -27,6 +27,7 @@ from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
 from ..models import Transcript
 from .speech import (
+    UPSTREAM_HINT,
     AudioInput,
     RungError,
     Tier,
@@ -84,7 +85,7 @@ def _unreadable() -> RungError:
     return RungError(
         ErrorCode.UPSTREAM,
         "Workers AI answered something that is not a whisper transcription.",
-        hint="Retry later; another speech-to-text rung is tried next when one is set up.",
+        hint=UPSTREAM_HINT,
     )
 
 
@@ -93,7 +94,8 @@ def _inputs(audio: AudioInput, lang: str | None) -> dict[str, Any]:
         raise RungError(
             ErrorCode.BAD_REQUEST,
             f"Workers AI needs the audio in memory, and {audio.describe()} is a file path.",
-            hint="Local files go through the local runtime, which reads and splits them first.",
+            hint="Tell the user, and do not retry: files are read by the local runtime, which splits "
+            "them first (`vid2context get FILE`).",
         )
     inputs: dict[str, Any] = {"audio": base64.b64encode(audio.data).decode("ascii")}
     if lang:
@@ -193,7 +195,10 @@ class WorkersAIBindingWhisper:
     async def transcribe(self, audio: AudioInput, ctx: Ctx, *, lang: str | None = None) -> Transcript:
         if self._ai is None:
             raise VidError(
-                ErrorCode.NO_PROVIDER, "The Worker has no AI binding.", hint="Bind AI in wrangler.toml."
+                ErrorCode.NO_PROVIDER,
+                "The Worker has no AI binding.",
+                hint="Tell the user to bind Workers AI as AI in wrangler.toml, or to set another speech-to-text "
+                "rung's key; do not retry until then.",
             )
         inputs = _inputs(audio, lang)
         if self.max_bytes is not None and audio.size is not None and audio.size > self.max_bytes:
@@ -207,7 +212,7 @@ class WorkersAIBindingWhisper:
             raise RungError(
                 ErrorCode.UPSTREAM,
                 f"Workers AI failed: {type(exc).__name__}.",
-                hint="Retry later; another speech-to-text rung is tried next when one is set up.",
+                hint=UPSTREAM_HINT,
                 retryable=True,
             ) from None
         if hasattr(answer, "to_py"):  # a JS object that was not converted

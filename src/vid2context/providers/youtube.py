@@ -22,13 +22,17 @@ Failures, each a ``VidError`` naming the video and the next step::
     other non-2xx ........................................ upstream (status in the message)
     httpx timeout / other transport error ................ timeout / upstream
     consent page that cannot be answered ................. upstream
-    LOGIN_REQUIRED "confirm you're not a bot" ............ blocked (proxy or local runtime)
-    LOGIN_REQUIRED age check / private / other sign-in ... unavailable
+    LOGIN_REQUIRED "confirm you're not a bot" ............ blocked
+    an age check, whatever the status .................... unavailable, "age-restricted" (metadata works)
+    LOGIN_REQUIRED private / members / other sign-in ..... unavailable
     ERROR ("This video is unavailable") .................. not-found
     UNPLAYABLE, LIVE_STREAM_OFFLINE, any other status .... unavailable (YouTube's reason quoted)
     playable, no caption tracks .......................... no-transcript (mode=stt)
-    caption URL with exp=xpe (PO token) .................. blocked (yt-dlp locally, or mode=stt)
+    caption URL with exp=xpe (PO token) .................. blocked
     caption file unreadable / hostile XML ................ upstream
+
+The hints for the refusals depend on where the server runs (``where``, see ``refusals.py``): the
+local runtime's name cookies and a proxy, the Worker's the local runtime.
 """
 
 from __future__ import annotations
@@ -46,8 +50,19 @@ import httpx
 
 from ..chapters import choose_chapters
 from ..ctx import Ctx
-from ..errors import ErrorCode, VidError
+from ..errors import ErrorCode, VidError, steps
 from ..models import CaptionTrack, Comment, Segment, Transcript, VideoMetadata, VideoRef
+from ..refusals import (
+    Where,
+    blocked,
+    consent,
+    flaky,
+    no_captions,
+    not_played,
+    po_token,
+    rate_limited,
+    signed_in,
+)
 from .captions import choose_track, parse_captions
 from .youtube_pages import (
     WatchPage,
@@ -83,16 +98,9 @@ PRODUCER = "youtube/innertube"
 
 _VIDEO_ID = re.compile(r"[A-Za-z0-9_-]{11}")
 _AGE = re.compile(r"\bage\b|inappropriate|age-restricted", re.IGNORECASE)
+_MEMBERS = re.compile(r"members|join this channel|requires payment|purchase", re.IGNORECASE)
 _COOKIE_KEY = "youtube.consent-cookie"
 _MAX_RETRY_AFTER = 24 * 3600
-
-HINT_BLOCKED = (
-    "YouTube is blocking requests from this server's address: set VID2CONTEXT_PROXY to a proxy "
-    "(residential ones work best) or run vid2context locally (`vid2context get URL`)."
-)
-HINT_RATE = "Wait and retry; if it persists, set VID2CONTEXT_PROXY or run vid2context locally."
-HINT_UPSTREAM = "Retry later; if it persists, run vid2context locally, where yt-dlp can read YouTube too."
-HINT_STT = "Use mode=stt to transcribe the audio instead."
 
 
 def _subject(video_id: str) -> str:
@@ -131,43 +139,41 @@ def _retry_after(response: httpx.Response) -> int | None:
     return max(0, min(seconds, _MAX_RETRY_AFTER))
 
 
-def _rate_limited(subject: str, retry_after: int | None = None) -> VidError:
+def _rate_limited(subject: str, where: Where, retry_after: int | None = None) -> VidError:
     wait = f"; it asks to wait {retry_after} s" if retry_after is not None else ""
     return VidError(
         ErrorCode.RATE_LIMITED,
         f"YouTube is rate-limiting requests from this address ({subject}){wait}.",
-        hint=HINT_RATE,
+        hint=rate_limited(where, retry_after),
         retry_after=retry_after,
     )
 
 
-def _transport_error(exc: Exception, subject: str) -> VidError:
+def _transport_error(exc: Exception, subject: str, where: Where) -> VidError:
     """httpx's failures as ours: one place, as httpx's own ``_exceptions`` mapping does."""
+    check = "" if where.edge else " to check the network and VID2CONTEXT_PROXY"
+    hint = f"Retry once in a moment; if it fails again, tell the user{check}, and do not retry."
     if isinstance(exc, httpx.TimeoutException):
-        return VidError(
-            ErrorCode.TIMEOUT,
-            f"YouTube did not answer in time ({subject}).",
-            hint="Retry; if it keeps timing out, check VID2CONTEXT_PROXY or the network.",
-        )
+        return VidError(ErrorCode.TIMEOUT, f"YouTube did not answer in time ({subject}).", hint=hint)
     return VidError(
-        ErrorCode.UPSTREAM,
-        f"Could not reach YouTube ({subject}): {type(exc).__name__}.",
-        hint="Check the network and VID2CONTEXT_PROXY, then retry.",
+        ErrorCode.UPSTREAM, f"Could not reach YouTube ({subject}): {type(exc).__name__}.", hint=hint
     )
 
 
-def _status_error(response: httpx.Response, subject: str) -> VidError:
+def _status_error(response: httpx.Response, subject: str, where: Where) -> VidError:
     return VidError(
-        ErrorCode.UPSTREAM, f"YouTube answered HTTP {response.status_code} ({subject}).", hint=HINT_UPSTREAM
+        ErrorCode.UPSTREAM, f"YouTube answered HTTP {response.status_code} ({subject}).", hint=flaky(where)
     )
 
 
-def _unreadable(subject: str, what: str) -> VidError:
-    return VidError(ErrorCode.UPSTREAM, f"Could not read YouTube's {what} ({subject}).", hint=HINT_UPSTREAM)
+def _unreadable(subject: str, what: str, where: Where) -> VidError:
+    return VidError(ErrorCode.UPSTREAM, f"Could not read YouTube's {what} ({subject}).", hint=flaky(where))
 
 
-def playability_error(player: dict[str, Any], video_id: str) -> VidError | None:
-    """The error a player response's ``playabilityStatus`` means, or ``None`` when it is playable."""
+def playability_error(player: dict[str, Any], video_id: str, where: Where | None = None) -> VidError | None:
+    """The error a player response's ``playabilityStatus`` means, or ``None`` when it is playable;
+    its hint is the way out ``where`` the server runs (the local runtime by default)."""
+    where = where or Where()
     status = player.get("playabilityStatus")
     status = status if isinstance(status, dict) else {}
     code = str(status.get("status") or "OK")
@@ -179,44 +185,44 @@ def playability_error(player: dict[str, Any], video_id: str) -> VidError | None:
     subreason = " ".join(text_of(dig(screen, "subreason")).split())
     said = f": {reason.rstrip('.')}." if reason else "."
     if code == "LOGIN_REQUIRED" and "not a bot" in plain:
+        here = "Cloudflare's addresses" if where.edge else "this machine's address"
         return VidError(
             ErrorCode.BLOCKED,
             f"YouTube asks to sign in to confirm this is not a bot for video {video_id}: "
-            "it blocks requests from this server's address.",
-            hint=HINT_BLOCKED,
+            f"it blocks requests from {here}.",
+            hint=blocked(where),
         )
-    if code == "LOGIN_REQUIRED" or code.startswith("AGE_"):
-        if _AGE.search(reason) or code.startswith("AGE_"):
-            return VidError(
-                ErrorCode.UNAVAILABLE,
-                f"Video {video_id} is age-restricted{said}",
-                hint="Run vid2context locally: yt-dlp with your browser's cookies can read "
-                "age-restricted videos.",
-            )
-        if "private" in plain:
-            return VidError(
-                ErrorCode.UNAVAILABLE,
-                f"Video {video_id} is private{said}",
-                hint="Only its owner can see it; with access, run vid2context locally with yt-dlp "
-                "and your cookies.",
-            )
+    # An age check reads the same whatever the status says it with (LOGIN_REQUIRED, AGE_*, or an
+    # UNPLAYABLE whose reason asks to confirm one's age).
+    if code.startswith("AGE_") or (code in ("LOGIN_REQUIRED", "UNPLAYABLE") and _AGE.search(reason)):
+        quoted = f" (YouTube: {reason.rstrip('.')}.)" if reason else ""
         return VidError(
             ErrorCode.UNAVAILABLE,
-            f"Video {video_id} needs a signed-in account{said}",
-            hint="Run vid2context locally, where yt-dlp can use your browser's cookies.",
+            f"Video {video_id} is age-restricted: YouTube shows it only to signed-in adult accounts, "
+            f"so its captions and audio cannot be read without one{quoted}",
+            hint=signed_in(where, "age"),
         )
+    if code == "LOGIN_REQUIRED":
+        if "private" in plain:
+            why, what = "private", "is private"
+        elif _MEMBERS.search(reason):
+            why, what = "members", "is for the channel's members only"
+        else:
+            why, what = "account", "needs a signed-in account"
+        return VidError(ErrorCode.UNAVAILABLE, f"Video {video_id} {what}{said}", hint=signed_in(where, why))
     if code == "ERROR":
         return VidError(
             ErrorCode.NOT_FOUND,
             f"Video {video_id} was not found{said if reason else ': YouTube says it is unavailable.'}",
-            hint="Check the video id or URL; the video may have been removed or made private.",
+            hint="Check the url for a typo; if it is right, tell the user the video was removed or made "
+            "private, and do not retry.",
         )
     detail = f"{reason} ({subreason})" if reason and subreason else reason or subreason or code
     hint = (
-        "The live stream has not started or has ended; retry once it is available as a recording."
+        "Tell the user the live stream has not started, or has ended and is not yet a recording; do "
+        "not retry before it is available as a recording."
         if code == "LIVE_STREAM_OFFLINE"
-        else "YouTube does not play this video here (region, membership or a takedown); "
-        "running vid2context locally with yt-dlp may help."
+        else not_played(where)
     )
     return VidError(
         ErrorCode.UNAVAILABLE, f"Video {video_id} cannot be played: {detail.rstrip('.')}.", hint=hint
@@ -258,11 +264,18 @@ class YouTubeProvider:
     name = "YouTube"
 
     def __init__(
-        self, client: httpx.AsyncClient, *, origin: str = DEFAULT_ORIGIN, max_items: int = 500
+        self,
+        client: httpx.AsyncClient,
+        *,
+        origin: str = DEFAULT_ORIGIN,
+        max_items: int = 500,
+        where: Where | None = None,
     ) -> None:
         self._client = client
         self._origin = origin.rstrip("/")
         self._max_items = max_items
+        self._where = where or Where()
+        """Where the server runs: the way out of a refusal that its hints name."""
 
     def accepts(self, ref: VideoRef) -> bool:
         return ref.platform == "youtube"
@@ -277,8 +290,8 @@ class YouTubeProvider:
         if not isinstance(details, dict) or not details.get("title"):
             details = video.page_player.get("videoDetails")
         if not isinstance(details, dict) or not details.get("title"):
-            raise playability_error(video.player, video.video_id) or _unreadable(
-                _subject(video.video_id), "video details"
+            raise playability_error(video.player, video.video_id, self._where) or _unreadable(
+                _subject(video.video_id), "video details", self._where
             )
         micro = dig(video.player, "microformat", "playerMicroformatRenderer") or dig(
             video.page_player, "microformat", "playerMicroformatRenderer"
@@ -287,14 +300,14 @@ class YouTubeProvider:
 
     async def caption_tracks(self, ref: VideoRef, ctx: Ctx) -> list[CaptionTrack]:
         video = await self._video(ref, ctx)
-        if error := playability_error(video.player, video.video_id):
+        if error := playability_error(video.player, video.video_id, self._where):
             raise error
         return [track for track, _ in caption_track_urls(video.player)]
 
     async def captions(self, ref: VideoRef, ctx: Ctx, *, lang: str | None = None) -> Transcript:
         video = await self._video(ref, ctx)
         vid = video.video_id
-        if error := playability_error(video.player, vid):
+        if error := playability_error(video.player, vid, self._where):
             raise error
         listed = caption_track_urls(video.player)
         renderer = dig(video.player, "captions", "playerCaptionsTracklistRenderer")
@@ -313,15 +326,14 @@ class YouTubeProvider:
             raise VidError(
                 ErrorCode.NO_TRANSCRIPT,
                 f"Video {vid} has no captions (the uploader disabled them or YouTube made none).",
-                hint=HINT_STT,
+                hint=no_captions(self._where),
             )
         track, base_url = listed[choice.index]
         if needs_po_token(base_url):
             raise VidError(
                 ErrorCode.BLOCKED,
                 f"YouTube requires a PO token for the {track.language} captions of video {vid}.",
-                hint="Run vid2context locally, where yt-dlp fetches the captions (mode=captions), "
-                "or use mode=stt to transcribe the audio.",
+                hint=po_token(self._where),
             )
         ctx.progress("captions", None, f"downloading {track.language} captions")
         segments = await self._download(base_url, choice.translate_to, ctx, vid, track.language)
@@ -334,6 +346,8 @@ class YouTubeProvider:
             producer=PRODUCER,
             segments=segments,
             note=note,
+            requested_language=choice.missing,
+            available_languages=list(choice.languages),
         )
 
     async def items(self, ref: VideoRef, ctx: Ctx, *, limit: int | None = None) -> list[VideoRef]:
@@ -345,20 +359,21 @@ class YouTubeProvider:
             raise VidError(
                 ErrorCode.BAD_REQUEST,
                 f"{ref.native_id[:40]!r} is not a YouTube {ref.kind} id.",
-                hint="Check the list= value, or give a channel as /channel/UC..., /@handle, /c/name "
-                "or /user/name.",
+                hint="Give a url of a playlist (with its list id) or of a channel (/channel/UC..., "
+                "/@handle, /c/name or /user/name).",
             )
         path, subject = where
         page = await self._page(path, ctx, subject)
         data = extract_json_var(page, "ytInitialData")
         if data is None:
-            raise _unreadable(subject, "page")
+            raise _unreadable(subject, "page", self._where)
         listing = parse_listing(data)
         if not listing.video_ids and (alert := alert_text(data)):
             raise VidError(
                 ErrorCode.NOT_FOUND,
                 f"YouTube has no {subject}: {alert}",
-                hint="Check the playlist or channel URL; it may be private or deleted.",
+                hint="Check the url for a typo; if it is right, tell the user the playlist or channel "
+                "is private or deleted, and do not retry.",
             )
         ids = listing.video_ids[:limit]
         seen, tokens = set(ids), set()
@@ -378,7 +393,7 @@ class YouTubeProvider:
                 subject,
                 json={"context": {"client": client}, "continuation": token},
             )
-            more = continuation_items(_json(response, subject, "continuation"))
+            more = continuation_items(_json(response, subject, "continuation", self._where))
             new = [video_id for video_id in more.video_ids if video_id not in seen]
             if not new:
                 break
@@ -391,7 +406,13 @@ class YouTubeProvider:
         raise VidError(
             ErrorCode.NO_PROVIDER,
             "The YouTube InnerTube provider does not read comments.",
-            hint="comments need the yt-dlp provider (local runtime)",
+            hint=(
+                "Tell the user, and do not retry: this server cannot read YouTube comments; the local "
+                "runtime (`vid2context mcp`, or `vid2context serve`) reads them with yt-dlp."
+            )
+            if self._where.edge
+            else "Comments are read by the yt-dlp rung: tell the user to install yt-dlp (the `local` "
+            "extra) if this server lacks it, and do not retry until then.",
         )
 
     # -- watch page and player, once per call --
@@ -403,7 +424,7 @@ class YouTubeProvider:
         async with lock:
             cached = ctx.memo.get(key)
             if isinstance(cached, VidError):  # the same answer again, as a fresh exception
-                raise VidError(cached.code, cached.message, hint=cached.hint, retry_after=cached.retry_after)
+                raise VidError(cached.code, cached.message, hint=cached.hints, retry_after=cached.retry_after)
             if isinstance(cached, _Video):
                 return cached
             try:
@@ -423,7 +444,7 @@ class YouTubeProvider:
         if page.api_key is None:
             if embedded:
                 return _Video(vid, page, embedded, "watch-page")
-            raise _unreadable(subject, "watch page (no InnerTube key in it)")
+            raise _unreadable(subject, "watch page (no InnerTube key in it)", self._where)
         try:
             response = await self._send(
                 "POST",
@@ -432,7 +453,7 @@ class YouTubeProvider:
                 subject,
                 json={"context": {"client": ANDROID_CLIENT}, "videoId": vid},
             )
-            player = _json(response, subject, "player answer")
+            player = _json(response, subject, "player answer", self._where)
         except VidError as error:
             if error.code is ErrorCode.UPSTREAM and embedded:
                 return _Video(vid, page, embedded, "watch-page")
@@ -442,7 +463,7 @@ class YouTubeProvider:
     async def _page(self, path: str, ctx: Ctx, subject: str) -> str:
         """A YouTube HTML page, with the EU consent interstitial answered once."""
         url = f"{self._origin}{path}"
-        html = (await self._send("GET", url, ctx, subject)).text
+        html = (await self._send("GET", url, ctx, subject, found=True)).text
         if is_consent_page(html):
             value = consent_value(html)
             if value is not None:
@@ -452,10 +473,10 @@ class YouTubeProvider:
                 raise VidError(
                     ErrorCode.UPSTREAM,
                     f"YouTube showed its EU cookie-consent page and it could not be answered ({subject}).",
-                    hint="Set VID2CONTEXT_PROXY to a proxy outside the EU, or run vid2context locally.",
+                    hint=consent(self._where),
                 )
         if is_captcha_page(html):
-            raise _rate_limited(subject)
+            raise _rate_limited(subject, self._where)
         return html
 
     async def _send(
@@ -467,8 +488,12 @@ class YouTubeProvider:
         *,
         json: Any = None,
         check: bool = True,
+        found: bool = False,
     ) -> httpx.Response:
-        """One request to YouTube; 429 is always an error, other statuses only when ``check``."""
+        """One request to YouTube; 429 is always an error, other statuses only when ``check``.
+
+        ``found``: the request is for a page (a channel's, a playlist's), whose 404 means there is
+        no such page, not a failing YouTube."""
         ctx.check()
         headers = {"Accept-Language": "en-US"}
         if cookie := ctx.memo.get(_COOKIE_KEY):
@@ -480,11 +505,18 @@ class YouTubeProvider:
         try:
             response = await self._client.request(method, url, headers=headers, json=json, **extra)
         except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError) as exc:
-            raise _transport_error(exc, subject) from exc
+            raise _transport_error(exc, subject, self._where) from exc
         if response.status_code == 429:
-            raise _rate_limited(subject, _retry_after(response))
+            raise _rate_limited(subject, self._where, _retry_after(response))
+        if found and response.status_code == 404:
+            raise VidError(
+                ErrorCode.NOT_FOUND,
+                f"YouTube has no such page (HTTP 404 for {subject}).",
+                hint="Check the url for a typo; if it is right, tell the user it does not exist, and do not "
+                "retry.",
+            )
         if check and not response.is_success:
-            raise _status_error(response, subject)
+            raise _status_error(response, subject, self._where)
         return response
 
     # -- captions --
@@ -518,13 +550,15 @@ class YouTubeProvider:
         if not response.text.strip():
             raise VidError(
                 ErrorCode.UPSTREAM,
-                f"YouTube sent an empty caption file for {source}.",
-                hint="YouTube may want a PO token: run vid2context locally (yt-dlp) or use mode=stt.",
+                f"YouTube sent an empty caption file for {source} (it may want a PO token).",
+                hint=po_token(self._where),
             )
         segments = parse_captions(response.text, source=source)
         if not segments:
             raise VidError(
-                ErrorCode.NO_TRANSCRIPT, f"The caption track of {source} has no text.", hint=HINT_STT
+                ErrorCode.NO_TRANSCRIPT,
+                f"The caption track of {source} has no text.",
+                hint=no_captions(self._where),
             )
         return segments
 
@@ -576,22 +610,23 @@ def _video_id(ref: VideoRef) -> str:
         raise VidError(
             ErrorCode.BAD_REQUEST,
             f"{ref.id} is a {ref.kind}, not a video.",
-            hint="Expand it into videos first (items), then ask for each video.",
+            hint=steps("List its videos with {items}, then ask for each video."),
         )
     if not _VIDEO_ID.fullmatch(ref.native_id):
         raise VidError(
             ErrorCode.BAD_REQUEST,
             f"{ref.native_id[:40]!r} is not a YouTube video id.",
-            hint="A video id has 11 characters: letters, digits, - and _.",
+            hint="Give a url with an 11-character video id (letters, digits, - and _), or the "
+            "video's full URL.",
         )
     return ref.native_id
 
 
-def _json(response: httpx.Response, subject: str, what: str) -> dict[str, Any]:
+def _json(response: httpx.Response, subject: str, what: str, where: Where) -> dict[str, Any]:
     try:
         data = response.json()
     except ValueError as exc:
-        raise _unreadable(subject, what) from exc
+        raise _unreadable(subject, what, where) from exc
     if not isinstance(data, dict):
-        raise _unreadable(subject, what)
+        raise _unreadable(subject, what, where)
     return data

@@ -79,8 +79,8 @@ __all__ = [
 MIN_VERSION = (2025, 1, 1)
 """Oldest yt-dlp we run: the release ``pyproject.toml`` asks for (YouTube breaks older ones anyway)."""
 INSTALL_HINT = (
-    "Install or update yt-dlp (`pip install -U yt-dlp`, or `pip install 'vid2context[local]'`), "
-    "or set VID2CONTEXT_YTDLP to its path."
+    "Tell the user to install or update yt-dlp (`pip install -U yt-dlp`, or `pip install "
+    "'vid2context[local]'`), or to set VID2CONTEXT_YTDLP to its path; do not retry until then."
 )
 AUDIO_FORMAT = "wa[abr>=?32]/wa/ba/w"
 """Smallest audio-only format that still sounds like speech, else any audio-only, else the smallest
@@ -315,7 +315,8 @@ class YtDlpProvider:
             raise VidError(
                 ErrorCode.BAD_REQUEST,
                 f"VID2CONTEXT_YTDLP_ARGS cannot be split into arguments: {exc}.",
-                hint="Quote it like a shell command line, e.g. --cookies-from-browser firefox.",
+                hint="Tell the user to quote VID2CONTEXT_YTDLP_ARGS like a shell command line (e.g. "
+                "`--cookies-from-browser firefox`); do not retry until then.",
             ) from None
         return cls(
             binary=settings.ytdlp,
@@ -376,6 +377,8 @@ class YtDlpProvider:
             producer=f"{PRODUCER}/{ext}",
             segments=segments,
             note=choice.note,
+            requested_language=choice.missing,
+            available_languages=list(choice.languages),
         )
 
     async def items(self, ref: VideoRef, ctx: Ctx, *, limit: int | None = None) -> list[VideoRef]:
@@ -505,7 +508,8 @@ class YtDlpProvider:
             raise VidError(
                 ErrorCode.UNAVAILABLE,
                 f"yt-dlp downloaded no audio for {self._subject(ref)}.",
-                hint="The page may have no media; update yt-dlp and retry.",
+                hint="Tell the user the page has no media yt-dlp could download (updating yt-dlp, `pip "
+                "install -U yt-dlp`, may help); do not retry.",
             )
         if self._egress is not None:
             check_saved_media(path, self._subject(ref))
@@ -513,7 +517,7 @@ class YtDlpProvider:
             raise VidError(
                 ErrorCode.NO_TRANSCRIPT,
                 f"The audio of {self._subject(ref)} is empty.",
-                hint="There is nothing to transcribe.",
+                hint="Tell the user the audio is empty, so there is nothing to transcribe; do not retry.",
             )
         return path
 
@@ -567,7 +571,8 @@ class YtDlpProvider:
             raise VidError(
                 ErrorCode.NO_PROVIDER,
                 f"yt-dlp {shown} is too old; vid2context needs {needed} or newer.",
-                hint="Update it: `pip install -U yt-dlp` (or `yt-dlp -U` for the standalone program).",
+                hint="Tell the user to update it (`pip install -U yt-dlp`, or `yt-dlp -U` for the standalone "
+                "program), and do not retry until then.",
             )
         self._ready = True
 
@@ -641,7 +646,8 @@ class YtDlpProvider:
             raise VidError(
                 ErrorCode.UPSTREAM,
                 "yt-dlp's answer was not the JSON it prints with -J.",
-                hint="Check VID2CONTEXT_YTDLP_ARGS for options that change the output, and update yt-dlp.",
+                hint="Tell the user to check VID2CONTEXT_YTDLP_ARGS for options that change yt-dlp's output, and "
+                "to update yt-dlp; do not retry until then.",
             )
         return info
 
@@ -690,7 +696,7 @@ class YtDlpProvider:
                 raise VidError(
                     ErrorCode.UPSTREAM,
                     f"yt-dlp wrote no caption file for {self._subject(ref)} ({key}).",
-                    hint="Retry; if it persists, update yt-dlp or use mode=stt.",
+                    hint="Retry once; if it fails again, use mode=stt to transcribe the audio instead.",
                 )
             ext = files[0].suffix.lstrip(".").lower()
             text = files[0].read_bytes()

@@ -69,22 +69,29 @@ def ytdlp_error(stderr: str, subject: str, *, secrets: Sequence[str] = ()) -> Vi
     def error(code: ErrorCode, message: str, hint: str) -> VidError:
         return VidError(code, f"{message} (yt-dlp: {said}).", hint=hint)
 
-    cookies = "set VID2CONTEXT_YTDLP_COOKIES to a cookies file exported from a browser signed in to the site"
+    cookies = "VID2CONTEXT_YTDLP_COOKIES (a cookies file exported from a browser signed in to the site)"
+    update = "update yt-dlp (`pip install -U yt-dlp`)"
     if "not a bot" in plain or "not a robot" in plain:
         return error(
             ErrorCode.BLOCKED,
             f"The site asks to sign in to prove this is not a bot ({subject})",
-            f"Update yt-dlp, {cookies}, or set VID2CONTEXT_PROXY to a residential proxy.",
+            "Tell the user, and do not retry: the same call fails until the site lifts the block or the "
+            f"user sets {cookies} or VID2CONTEXT_PROXY (a residential proxy), or {update}.",
         )
     if any(
         k in plain for k in ("confirm your age", "age-restricted", "age restricted", "inappropriate for some")
     ):
-        return error(ErrorCode.UNAVAILABLE, f"{subject} is age-restricted", f"To read it, {cookies}.")
+        return error(
+            ErrorCode.UNAVAILABLE,
+            f"{subject} is age-restricted: the site shows it only to signed-in adult accounts",
+            f"Tell the user, and do not retry until it is set: with such an account, set {cookies}.",
+        )
     if "private video" in plain or "video is private" in plain or "is private" in plain:
         return error(
             ErrorCode.UNAVAILABLE,
             f"{subject} is private",
-            f"Only accounts it is shared with can see it; {cookies}.",
+            "Tell the user, and do not retry: only accounts it is shared with can see it; with one, "
+            f"set {cookies}.",
         )
     if any(
         k in plain for k in ("your country", "geo restrict", "geo-restrict", "your location", "your region")
@@ -92,40 +99,50 @@ def ytdlp_error(stderr: str, subject: str, *, secrets: Sequence[str] = ()) -> Vi
         return error(
             ErrorCode.UNAVAILABLE,
             f"{subject} is not available from this location",
-            "Set VID2CONTEXT_PROXY to a proxy in a country where the video is available.",
+            "Tell the user, and do not retry: set VID2CONTEXT_PROXY to a proxy in a country where the "
+            "video is available.",
         )
     if any(
         k in plain
         for k in ("members-only", "members only", "join this channel", "requires payment", "premium")
     ):
         return error(
-            ErrorCode.UNAVAILABLE, f"{subject} is for members or subscribers only", f"With access, {cookies}."
+            ErrorCode.UNAVAILABLE,
+            f"{subject} is for members or subscribers only",
+            f"Tell the user, and do not retry: with a member's account, set {cookies}.",
         )
     if "429" in plain or "too many requests" in plain:
         return error(
             ErrorCode.RATE_LIMITED,
             f"The site is rate-limiting requests from this address ({subject})",
-            "Wait and retry; if it persists, set VID2CONTEXT_PROXY.",
+            "Wait a few minutes, then retry once; if the site still refuses, tell the user "
+            "(VID2CONTEXT_PROXY sends the requests from another address) and do not retry.",
         )
     if "403" in plain and "forbidden" in plain or "http error 403" in plain:
         return error(
             ErrorCode.BLOCKED,
             f"The site refused the download with HTTP 403 ({subject})",
-            f"Update yt-dlp (`pip install -U yt-dlp`); if it persists, {cookies} or set VID2CONTEXT_PROXY.",
+            f"Tell the user, and do not retry: {update}; if it persists, set {cookies} or VID2CONTEXT_PROXY.",
         )
     if "unsupported url" in plain or "not a valid url" in plain or "file:// urls are disabled" in plain:
         return error(
             ErrorCode.UNSUPPORTED_INPUT,
             f"yt-dlp cannot read {subject}",
-            "Give the page of a single video on a site yt-dlp supports, or a direct link to a media file.",
+            "Give a url of a single video's page on a site yt-dlp supports, or a direct link to a "
+            "media file.",
         )
     if any(k in plain for k in ("sign in", "log in", "login", "registered users", "requires authentication")):
-        return error(ErrorCode.UNAVAILABLE, f"{subject} needs a signed-in account", f"To read it, {cookies}.")
+        return error(
+            ErrorCode.UNAVAILABLE,
+            f"{subject} needs a signed-in account",
+            f"Tell the user, and do not retry until it is set: {cookies}.",
+        )
     if "ffmpeg" in plain and ("not found" in plain or "not installed" in plain):
         return error(
             ErrorCode.NO_PROVIDER,
             f"yt-dlp needs ffmpeg for {subject}",
-            "Install ffmpeg (`apt-get install ffmpeg`, `brew install ffmpeg`).",
+            "Tell the user to install ffmpeg (`apt-get install ffmpeg`, `brew install ffmpeg`), and do "
+            "not retry until then.",
         )
     if any(
         k in plain
@@ -135,30 +152,37 @@ def ytdlp_error(stderr: str, subject: str, *, secrets: Sequence[str] = ()) -> Vi
         return error(
             ErrorCode.NOT_FOUND,
             f"{subject} was not found",
-            "Check the URL; the video may have been removed or made private.",
+            "Check the url for a typo; if it is right, tell the user the video was removed or made "
+            "private, and do not retry.",
         )
     if any(k in plain for k in ("live event will begin", "premieres in", "is offline", "not started")):
         return error(
             ErrorCode.UNAVAILABLE,
             f"{subject} has not started yet",
-            "Retry once it is available as a recording.",
+            "Tell the user it has not started; do not retry before it is available as a recording.",
         )
     if "drm" in plain:
-        return error(ErrorCode.UNAVAILABLE, f"{subject} is DRM-protected", "Protected videos cannot be read.")
+        return error(
+            ErrorCode.UNAVAILABLE,
+            f"{subject} is DRM-protected",
+            "Tell the user, and do not retry: DRM-protected videos cannot be read.",
+        )
     if "requested format is not available" in plain or "no video formats found" in plain:
         return error(
             ErrorCode.UNAVAILABLE,
             f"yt-dlp found no format it can download for {subject}",
-            "Update yt-dlp (`pip install -U yt-dlp`) and retry.",
+            f"Tell the user to {update}, and do not retry until then.",
         )
     if "timed out" in plain:
         return error(
             ErrorCode.TIMEOUT,
             f"The site did not answer in time ({subject})",
-            "Retry; if it keeps timing out, check the network and VID2CONTEXT_PROXY.",
+            "Retry once in a moment; if it fails again, tell the user to check the network and "
+            "VID2CONTEXT_PROXY, and do not retry.",
         )
     return error(
         ErrorCode.UPSTREAM,
         f"yt-dlp could not read {subject}",
-        "Retry later; check the network and VID2CONTEXT_PROXY, and update yt-dlp (`pip install -U yt-dlp`).",
+        "Retry once in a minute; if it fails again, tell the user (checking the network and "
+        f"VID2CONTEXT_PROXY, or to {update}, may help) and do not retry.",
     )

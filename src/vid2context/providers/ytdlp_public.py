@@ -84,7 +84,8 @@ def refuse_file_urls(extra_args: Sequence[str]) -> None:
             raise VidError(
                 ErrorCode.BAD_REQUEST,
                 f"VID2CONTEXT_YTDLP_ARGS has {_FILE_URLS}, which public mode does not allow.",
-                hint="Remove it: in public mode yt-dlp reads public http(s) addresses only.",
+                hint="Tell the user to remove it from VID2CONTEXT_YTDLP_ARGS (in public mode yt-dlp reads "
+                "public http(s) addresses only); do not retry until then.",
             )
 
 

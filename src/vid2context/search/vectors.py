@@ -192,7 +192,7 @@ def check_vector(space: VectorSpace, vector: Sequence[float]) -> list[float]:
     if not any(values):
         raise _bad(
             "The vector is all zeros: it has no direction to compare by cosine.",
-            "Embed some text; an empty text has no meaning to search for.",
+            "Give a vector of some text; an empty text has no meaning to search for.",
         )
     return values
 
@@ -217,7 +217,7 @@ def check_records(
         if video_id is not None and window.video_id != video_id:
             raise _bad(
                 f"A window of {window.video_id[:80]} was given to replace the windows of {video_id[:80]}.",
-                "Replace one video's windows at a time, with that video's windows only.",
+                "Give one video's windows at a time, and only that video's.",
             )
         kept.pop(window.id, None)
         kept[window.id] = (as_ref(window), check_vector(space, record.vector))
@@ -242,7 +242,9 @@ def hit(window: WindowRef, score: float) -> VectorHit:
 def check_top_k(top_k: int) -> int:
     """``top_k`` clamped to ``MAX_TOP_K``; ``bad-request`` unless it is a whole number of 1 or more."""
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise _bad(f"top_k must be a whole number from 1 to {MAX_TOP_K}.", f"Ask for 1 to {MAX_TOP_K} hits.")
+        raise _bad(
+            f"top_k must be a whole number from 1 to {MAX_TOP_K}.", f"Give a top_k of 1 to {MAX_TOP_K}."
+        )
     return min(top_k, MAX_TOP_K)
 
 

@@ -147,7 +147,7 @@ def _json_chunks(rows: Iterable[bytes]) -> list[str]:
             raise VidError(
                 ErrorCode.TOO_LARGE,
                 "One transcript segment is larger than Cloudflare D1 can store in a row.",
-                hint="Split the transcript into shorter segments.",
+                hint="Tell the user this transcript cannot be saved in D1 (one segment is too large); do not retry.",
             )
         if current and size + len(row) + 1 > _CHUNK_BYTES:
             chunks.append(b"[" + b",".join(current) + b"]")
@@ -231,7 +231,8 @@ class CloudflareStorage:
                     ErrorCode.TOO_LARGE,
                     f"This video's context is {len(raw) // 1000:,} kB, more than D1 keeps in a row "
                     f"({self._inline_limit // 1000:,} kB), and no R2 bucket is bound.",
-                    hint="Bind an R2 bucket as BUCKET in wrangler.toml to keep large transcripts.",
+                    hint="Tell the user to bind an R2 bucket as BUCKET in wrangler.toml, which keeps large "
+                    "transcripts; do not retry until then.",
                 )
             blob_key = check_blob_key(f"{_BLOB_PREFIX}{context.id}.json")
             await R2Blobs(self._bucket).put_blob(blob_key, raw, content_type="application/json")
@@ -307,7 +308,9 @@ class CloudflareStorage:
             if "fts5" not in str(exc):
                 raise
             raise VidError(
-                ErrorCode.BAD_REQUEST, "The search query is not valid.", hint="Search for plain words."
+                ErrorCode.BAD_REQUEST,
+                "The search query is not valid.",
+                hint="Give plain words to search for.",
             ) from None
         return [
             SearchHit(video_id=r["video_id"], start_sec=float(r["start_sec"]), end_sec=float(r["end_sec"]),

@@ -181,7 +181,7 @@ def parse_query(query: str) -> ParsedQuery:
     if len(query) > MAX_QUERY_CHARS:
         raise _bad(
             f"The query is longer than {MAX_QUERY_CHARS} characters.",
-            "Search for a few distinctive words or a quoted phrase.",
+            "Give a few distinctive words or a quoted phrase.",
         )
     required: list[tuple[str, ...]] = []
     excluded: list[tuple[str, ...]] = []
@@ -192,11 +192,13 @@ def parse_query(query: str) -> ParsedQuery:
         if phrase and phrase not in target:
             target.append(phrase)
     if not required:
-        raise _bad("The query has no words to search for.", 'Add at least one word; "-word" only excludes.')
+        raise _bad(
+            "The query has no words to search for.", 'Give at least one word to find; "-word" only excludes.'
+        )
     if len(required) + len(excluded) > MAX_QUERY_PHRASES:
         raise _bad(
             f"The query has more than {MAX_QUERY_PHRASES} words and phrases.",
-            "Search for a few distinctive words or a quoted phrase.",
+            "Give a few distinctive words or a quoted phrase.",
         )
     return ParsedQuery(tuple(required), tuple(excluded))
 
@@ -351,7 +353,9 @@ def name_taken(name: str, ids: list[str]) -> VidError:
     message = f"A collection named {name[:80]!r} exists already; collection names are unique."
     if not ids:  # it went away in between: nothing to point at
         return VidError(
-            ErrorCode.BAD_REQUEST, message, hint=steps("Retry, or choose another name ({collections}).")
+            ErrorCode.BAD_REQUEST,
+            message,
+            hint=steps("Choose another name, or repeat the call ({collections} lists the names taken)."),
         )
     first = ids[0]
     return VidError(

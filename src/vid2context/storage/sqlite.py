@@ -308,7 +308,9 @@ class SQLiteStorage:
             if "fts5" not in str(exc):
                 raise
             raise VidError(
-                ErrorCode.BAD_REQUEST, "The search query is not valid.", hint="Search for plain words."
+                ErrorCode.BAD_REQUEST,
+                "The search query is not valid.",
+                hint="Give plain words to search for.",
             ) from None
         return [
             SearchHit(video_id=r["video_id"], start_sec=r["start_sec"], end_sec=r["end_sec"], text=r["text"],

@@ -243,9 +243,9 @@ class VectorizeIndex:
                 ErrorCode.NO_PROVIDER,
                 f"The Vectorize index bound as VECTORS holds vectors of {self._dimensions} dimensions; "
                 f"{space.model[:80]} makes vectors of {space.dim}.",
-                hint=f"Create an index with `wrangler vectorize create NAME --dimensions={space.dim} "
-                "--metric=cosine` (and its videoId metadata index) and bind it as VECTORS, or embed "
-                f"with a model of {self._dimensions} dimensions.",
+                hint=f"Tell the user to create an index with `wrangler vectorize create NAME "
+                f"--dimensions={space.dim} --metric=cosine` (and its videoId metadata index) and bind it as "
+                f"VECTORS, or to embed with a model of {self._dimensions} dimensions; do not retry until then.",
             )
 
     async def close(self) -> None:

@@ -60,8 +60,9 @@ def _malformed(position: int, total: int, why: str) -> VidError:
     return VidError(
         ErrorCode.BAD_REQUEST,
         f"VID2CONTEXT_API_KEYS entry {position} of {total} is not valid: {why}.",
-        hint="Each comma-separated entry is a plain key (visible ASCII, no ':' or spaces) or "
-        "name:scope:sha256hex with scope read, write or admin and the SHA-256 of the key in hex.",
+        hint="Fix VID2CONTEXT_API_KEYS: each comma-separated entry is a plain key (visible ASCII, no ':' "
+        "or spaces) or name:scope:sha256hex with scope read, write or admin and the SHA-256 of the key "
+        "in hex.",
     )
 
 
@@ -150,7 +151,8 @@ class Auth:
             error = VidError(
                 ErrorCode.FORBIDDEN,
                 f"Key {key.name} has scope {key.scope}; {method} {path[:100]} needs {needed}.",
-                hint=f"Use a key with scope {needed} or admin.",
+                hint=f"Tell the user this key may not do it: it takes a key with scope {needed} or admin in "
+                "VID2CONTEXT_API_KEYS; do not retry with this key.",
             )
             await self._refuse(scope, send, error)
             return

@@ -85,7 +85,7 @@ class Cors:
             error = VidError(
                 ErrorCode.FORBIDDEN,
                 "This origin is not allowed to call the API from a browser.",
-                hint="Add it to VID2CONTEXT_CORS_ORIGINS on the server.",
+                hint="Tell the user to add this origin to VID2CONTEXT_CORS_ORIGINS on the server; do not retry until then.",
             )
             await send_error(send, error, headers=[("Vary", "Origin")])
             return

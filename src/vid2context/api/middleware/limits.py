@@ -175,8 +175,8 @@ class Limits:
                 error = VidError(
                     ErrorCode.TIMEOUT,
                     f"The request took longer than {self.timeout:g} s.",
-                    hint="Retry; long work (big playlists, long videos) belongs in a job "
-                    "(POST /api/v1/jobs).",
+                    hint="Repeat the call once (what was read is saved); long work (big playlists, long "
+                    "videos) belongs in a job (POST /api/v1/jobs).",
                 )
                 await send_error(send, error, head=head)
             return

@@ -124,7 +124,7 @@ class RateLimit:
                 ErrorCode.RATE_LIMITED,
                 f"Too many requests: at most {self.burst} at once "
                 f"and {round(self.per_second * 60)} a minute.",
-                hint=f"Wait {retry_after} s (Retry-After) and retry; spread requests out.",
+                hint=f"Wait {retry_after} s (Retry-After), then repeat the call; spread requests out.",
                 retry_after=retry_after,
             )
             await send_error(

@@ -33,7 +33,7 @@ def tools(deps: Deps) -> list[ContractTool]:
                 raise VidError(
                     ErrorCode.BAD_REQUEST,
                     f"Unknown model kind {kind[:20]!r}.",
-                    hint="Use one of: " + ", ".join(MODEL_KINDS) + ", or leave kind out for all.",
+                    hint="Give kind as one of: " + ", ".join(MODEL_KINDS) + ", or leave kind out for all.",
                 )
         rungs = [rung for rung in model_rungs(runtime) if wanted is None or rung.kind == wanted]
         return JsonReply(

@@ -54,7 +54,7 @@ def check_mode(mode: str) -> str:
         raise VidError(
             ErrorCode.BAD_REQUEST,
             f"Unknown mode {str(mode)[:20]!r}.",
-            hint="Use one of: " + ", ".join(MODES) + ".",
+            hint="Give mode as one of: " + ", ".join(MODES) + ".",
         )
     return checked
 

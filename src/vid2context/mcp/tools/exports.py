@@ -58,7 +58,8 @@ def tools(deps: Deps) -> list[ContractTool]:
             raise VidError(
                 ErrorCode.FORBIDDEN,
                 "export_obsidian writes files on the server's own disk, so it only runs on the local server.",
-                hint="Run `vid2context mcp` (stdio) on your machine and call it there.",
+                hint="Tell the user, and do not retry here: it writes to the disk of the server it runs on, so "
+                "it runs in a local MCP server of their own (`vid2context mcp`, over stdio).",
             )
         from ...exports.obsidian import allowed_roots, export_notes, resolve_vault  # local only
 

@@ -28,8 +28,8 @@ def tools(deps: Deps) -> list[ContractTool]:
             raise VidError(
                 ErrorCode.BAD_REQUEST,
                 f"There is no job {job_id.strip()[:64]!r} for this caller (unknown, expired or someone else's).",
-                hint="Repeat the original call with the same arguments: if the work finished, its result "
-                "is saved and the call answers at once.",
+                hint="Repeat the call that answered with this job_id, with the same arguments: if the work "
+                "finished, its result is saved and the call answers at once.",
             )
         return await deps.runs.wait(run, progress_sender(ctx), deps.runs.job_wait_s)
 

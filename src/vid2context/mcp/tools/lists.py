@@ -49,7 +49,9 @@ def _limit(limit: int | None, default: int, cap: int) -> int:
     value = default if limit is None else limit
     if not 1 <= value <= cap:
         raise VidError(
-            ErrorCode.BAD_REQUEST, f"limit must be 1 to {cap}, not {value}.", hint=f"Pass 1 to {cap}."
+            ErrorCode.BAD_REQUEST,
+            f"limit must be 1 to {cap}, not {value}.",
+            hint=f"Give limit from 1 to {cap}.",
         )
     return value
 

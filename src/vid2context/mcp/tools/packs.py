@@ -120,7 +120,7 @@ def tools(deps: Deps) -> list[ContractTool]:
             raise VidError(
                 ErrorCode.BAD_REQUEST,
                 f"limit must be 1 to {MAX_VIDEOS}, not {count}.",
-                hint=f"Pass 1 to {MAX_VIDEOS}; make several packs for more videos.",
+                hint=f"Give limit from 1 to {MAX_VIDEOS}; for more videos, make several packs.",
             )
         if max_tokens is not None and not 1 <= max_tokens <= MAX_BUDGET:
             raise VidError(
@@ -132,7 +132,7 @@ def tools(deps: Deps) -> list[ContractTool]:
             raise VidError(
                 ErrorCode.TOO_LARGE,
                 f"{len(inputs)} inputs; at most {5 * MAX_VIDEOS} are read.",
-                hint="Split them over several packs.",
+                hint=f"Split them over several export_context_pack calls of at most {5 * MAX_VIDEOS} urls.",
             )
         checked_query = check_query(query)
         if check_pack_cursor(cursor) is not None and max_tokens is not None:

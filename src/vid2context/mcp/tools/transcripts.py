@@ -278,7 +278,8 @@ def tools(deps: Deps) -> list[ContractTool]:
                 raise VidError(
                     ErrorCode.NO_PROVIDER,
                     f"No provider here lists caption tracks for {ref.id[:80]}.",
-                    hint="Caption tracks are listed for YouTube videos.",
+                    hint="Caption tracks are listed for YouTube videos only: read this input's transcript with "
+                    "get_transcript.",
                 )
             attempts: list[Attempt] = []
             errors: list[VidError] = []

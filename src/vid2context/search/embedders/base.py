@@ -53,8 +53,12 @@ __all__ = [
 EMBED_WORDING = Wording(
     capability="embedding",
     too_large="a batch of texts",
-    too_large_hint="Batches are split and sent again; a single text this large is over the service's cap.",
-    timeout_hint="Retry; texts are sent in batches, each with its own time limit.",
+    too_large_hint="A single text this large is over the service's cap (batches are split and sent again "
+    "already); tell the user, and do not retry.",
+    timeout_hint="Repeat the call once (texts are sent in batches, each with its own time limit); if it "
+    "runs out of time again, tell the user, and do not retry.",
+    upstream_hint="Repeat the call once in a minute (the next embedding rung, when one is set up, is tried "
+    "first); if it fails again, tell the user the service failed, and do not retry.",
 )
 """How the hosted rungs' HTTP errors name embeddings (``providers.speech.status_error``)."""
 
@@ -130,7 +134,7 @@ def unreadable(service: str, what: str) -> RungError:
     return RungError(
         ErrorCode.UPSTREAM,
         f"{service} answered {what}.",
-        hint="Retry later; another embedding rung is tried next when one is set up.",
+        hint=EMBED_WORDING.upstream_hint,
     )
 
 
@@ -150,7 +154,8 @@ def check_texts(texts: Sequence[str]) -> list[str]:
             raise VidError(
                 ErrorCode.TOO_LARGE,
                 f"Text {index} is {len(text):,} characters, over the {MAX_TEXT_CHARS:,} one text may have.",
-                hint="Embed windows of a transcript (about 250 words each), not whole transcripts.",
+                hint="Split the text into windows of a transcript (about 250 words each); a whole transcript is "
+                "too long to embed as one text.",
             )
         checked.append(text)
     return checked

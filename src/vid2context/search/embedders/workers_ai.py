@@ -157,7 +157,10 @@ class WorkersAIBindingEmbedder(_Rung):
     async def embed(self, texts: list[str], ctx: Ctx) -> Sequence[Sequence[float]]:
         if self._ai is None:
             raise VidError(
-                ErrorCode.NO_PROVIDER, "The Worker has no AI binding.", hint="Bind AI in wrangler.toml."
+                ErrorCode.NO_PROVIDER,
+                "The Worker has no AI binding.",
+                hint='Tell the user to add the AI binding to wrangler.toml ([ai] binding = "AI") and deploy '
+                "again; do not retry until then.",
             )
         ctx.check()
         try:
@@ -168,7 +171,7 @@ class WorkersAIBindingEmbedder(_Rung):
             raise RungError(
                 ErrorCode.UPSTREAM,
                 f"Workers AI failed: {type(exc).__name__}.",
-                hint="Retry later; another embedding rung is tried next when one is set up.",
+                hint=EMBED_WORDING.upstream_hint,
                 retryable=True,
             ) from None
         if hasattr(answer, "to_py"):  # a JS object that was not converted
