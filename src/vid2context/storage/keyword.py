@@ -31,6 +31,7 @@ ranks the same on every backend, and the conformance suite checks it.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -127,6 +128,11 @@ Plan = Generator[list[Request], list[Any], list[SearchHit]]
 # --- ranking ----------------------------------------------------------------------------------------
 
 
+def _idf(rows_with: float, total_rows: int) -> float:
+    idf = math.log((total_rows - rows_with + 0.5) / (rows_with + 0.5))
+    return idf if idf > 0 else 1e-6  # as FTS5 does for a phrase in more than half the rows
+
+
 def bm25(
     counts: Sequence[int], rows_with: Sequence[float], total_rows: int, row_tokens: int, average_tokens: float
 ) -> float:
@@ -135,13 +141,20 @@ def bm25(
     ``counts[i]`` is how often phrase ``i`` occurs in the row, ``rows_with[i]`` in how many rows of
     the whole table it occurs; ``row_tokens`` is the row's length in tokens.
     """
-    score = 0.0
-    length_norm = _K1 * (1 - _B + _B * row_tokens / (average_tokens or 1.0))
-    for count, hits in zip(counts, rows_with, strict=True):
-        idf = math.log((total_rows - hits + 0.5) / (hits + 0.5))
-        idf = idf if idf > 0 else 1e-6
-        score += idf * count * (_K1 + 1) / (count + length_norm)
-    return score
+    return _Bm25(rows_with, total_rows, average_tokens).score(counts, row_tokens)
+
+
+class _Bm25:
+    """``bm25()`` with the per-query parts (each phrase's idf, the length norm) worked out once."""
+
+    def __init__(self, rows_with: Sequence[float], total_rows: int, average_tokens: float) -> None:
+        self.idfs = [_idf(hits, total_rows) * (_K1 + 1) for hits in rows_with]
+        self.base = _K1 * (1 - _B)
+        self.per_token = _K1 * _B / (average_tokens or 1.0)
+
+    def score(self, counts: Sequence[int], row_tokens: int) -> float:
+        norm = self.base + self.per_token * row_tokens
+        return sum(idf * count / (count + norm) for idf, count in zip(self.idfs, counts, strict=True))
 
 
 def estimate_rows_with(count: int, lowest: int | None, stats: LibraryStats) -> float:
@@ -155,8 +168,8 @@ def estimate_rows_with(count: int, lowest: int | None, stats: LibraryStats) -> f
 
 
 class _Ranked(NamedTuple):
-    key: tuple[float, int]
-    score: float
+    negated: float
+    rowid: int
     candidate: Candidate
 
 
@@ -167,25 +180,26 @@ def _rank(
     stemmed: bool,
     rows_with: list[float],
     stats: LibraryStats,
+    wanted: int,
 ) -> list[_Ranked]:
-    """``candidates`` that belong to this tier, best first (ties in saving order)."""
+    """The best ``wanted`` of the ``candidates`` that belong to this tier, best first (ties in
+    saving order)."""
     required = query.required_stems if stemmed else query.required
     excluded = query.excluded_stems
+    scorer = _Bm25(rows_with, stats.rows, stats.average)
     ranked = []
     for candidate in candidates:
         words = tokenize(candidate.text)
         stemmed_words = stems(words) if (stemmed or excluded) else words
-        if any(count_phrase(stemmed_words, phrase) for phrase in excluded):
+        if excluded and any(count_phrase(stemmed_words, phrase) for phrase in excluded):
             continue  # excluded by a stem the exact index could not see
         if stemmed and all(count_phrase(words, phrase) for phrase in query.required):
             continue  # an exact match: it belongs to the first tier
         own = stemmed_words if stemmed else words
         # The index found every phrase in it; at least 1 even should Python split a word otherwise.
         counts = [max(1, count_phrase(own, phrase)) for phrase in required]
-        score = bm25(counts, rows_with, stats.rows, len(words), stats.average)
-        ranked.append(_Ranked((-score, candidate.rowid), score, candidate))
-    ranked.sort(key=lambda r: r.key)
-    return ranked
+        ranked.append(_Ranked(-scorer.score(counts, len(words)), candidate.rowid, candidate))
+    return heapq.nsmallest(wanted, ranked, key=lambda r: (r.negated, r.rowid))
 
 
 def _hit(ranked: _Ranked, query: ParsedQuery, *, stemmed: bool) -> SearchHit:
@@ -196,7 +210,7 @@ def _hit(ranked: _Ranked, query: ParsedQuery, *, stemmed: bool) -> SearchHit:
         start_sec=float(c.start_sec),
         end_sec=float(c.end_sec),
         text=c.text,
-        score=ranked.score,
+        score=-ranked.negated,
         title=c.title,
         stemmed=stemmed,
         highlights=highlight_spans(c.text, phrases, stemmed=stemmed),
@@ -229,8 +243,10 @@ def plan(query: ParsedQuery, *, limit: int, within: bool) -> Plan:
             rows_with = [estimate_rows_with(len(window), lowest, stats)]
         else:
             rows_with = [estimate_rows_with(count, lowest, stats) for count, lowest in answers[:-1]]
-        ranked = _rank(window, query, stemmed=stemmed, rows_with=rows_with, stats=stats)
-        hits += (_hit(r, query, stemmed=stemmed) for r in ranked[: limit - len(hits)])
+        ranked = _rank(
+            window, query, stemmed=stemmed, rows_with=rows_with, stats=stats, wanted=limit - len(hits)
+        )
+        hits += (_hit(r, query, stemmed=stemmed) for r in ranked)
         if len(hits) >= limit:
             break
     return hits
