@@ -989,6 +989,58 @@ async def check_legacy_twins(storage: Storage) -> None:
     await taken(storage, make_collection("c_new", name="talks"), "col_old1")
 
 
+LEGACY_TEXTS = ["two kickstands and a wheel", "she baked the bread", "the rate limit again"]
+
+
+def legacy_video_sql() -> list[tuple[str, tuple[object, ...]]]:
+    """A save as stores made before stemming ran it (only ``segments_fts``; run against the 0001
+    and 0002 schema): statements with their parameters."""
+    context = make_context("youtube:legacy", LEGACY_TEXTS, title="Legacy")
+    raw = msgspec.json.encode(context).decode()
+    statements: list[tuple[str, tuple[object, ...]]] = [
+        ("UPDATE sequences SET value = value + 1 WHERE name = 'videos'", ()),
+        (
+            "INSERT INTO videos (id, seq, title, platform, duration_sec, fetched_at, updated_at, context) "
+            "VALUES (?, (SELECT value FROM sequences WHERE name = 'videos'), ?, 'youtube', 60.0, ?, ?, ?)",
+            (context.id, "Legacy", context.fetched_at, context.fetched_at, raw),
+        ),
+    ]
+    for i, text in enumerate(LEGACY_TEXTS):
+        statements.append(
+            (
+                "INSERT INTO segments (video_id, idx, start_sec, end_sec, text) VALUES (?, ?, ?, ?, ?)",
+                (context.id, i, i * 5.0, i * 5.0 + 4.5, text),
+            )
+        )
+    statements.append(
+        (
+            "INSERT INTO segments_fts (rowid, text, video_id, idx) "
+            "SELECT id, text, video_id, idx FROM segments WHERE video_id = ?",
+            (context.id,),
+        )
+    )
+    return statements
+
+
+async def check_legacy_search(storage: Storage) -> None:
+    """A store opened on ``legacy_video_sql()`` plus every migration finds the old segments by stems
+    (the migration filled the stemmed index), and replaces and deletes them cleanly."""
+    await storage.put_context(make_context("youtube:filler", FILLER))
+    (hit,) = await storage.search("kickstand")
+    assert (hit.video_id, hit.text, hit.stemmed) == ("youtube:legacy", "two kickstands and a wheel", True)
+    assert [h.text for h in await storage.search("baking")] == ["she baked the bread"]
+    assert [h.text for h in await storage.search("bread -bakes")] == []
+    await storage.put_context(make_context("youtube:legacy", [*LEGACY_TEXTS, "kickstands again"]))
+    assert [h.text for h in await storage.search("kickstand")] == [
+        "kickstands again",
+        "two kickstands and a wheel",
+    ]
+    assert await storage.delete_context("youtube:legacy")
+    assert await storage.search("kickstand") == []
+    assert await storage.search("bread") == []
+    assert len(await storage.search("apples")) == 10
+
+
 # --- KV -------------------------------------------------------------------------------------------
 
 
