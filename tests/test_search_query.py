@@ -112,6 +112,16 @@ def test_porter_agrees_with_fts5_on_any_word(fts: sqlite3.Connection, word: str)
 
 
 @FUZZ
+@given(st.text(st.characters(), min_size=1, max_size=70))
+@example("\u1000ing")
+@example("\ud800ings")
+@example("a\u1000\u1000ing")
+def test_a_stem_keeps_its_words_first_letter(word: str) -> None:
+    """What lets ``stems(..., initials)`` skip words: checked on any text, not only real tokens."""
+    assert stem(word)[:1] == word[:1]
+
+
+@FUZZ
 @given(TEXT)
 @example("Café NAÏVE ﬁne İstanbul straße ①②")
 @example("e-mail 3.14 text:foo NEAR(a b) \x00null")

@@ -181,7 +181,7 @@ def stem(token: str) -> str:
     """The stem FTS5's ``porter`` tokenizer indexes for ``token`` (a ``unicode61`` token: lower
     case, accents removed). A stem is not always a word: ``stem("baking") == "bake"``,
     ``stem("happy") == "happi"``."""
-    word = token.encode("utf-8", "surrogatepass")
+    original = word = token.encode("utf-8", "surrogatepass")
     if not 3 <= len(word) <= MAX_STEM_BYTES:
         return token
     word = _step1a(word)
@@ -191,6 +191,11 @@ def stem(token: str) -> str:
     word = _replace(word, _STEP3_RULES)
     word = _step4(word)
     word = _step5(word)
-    # A stem may end inside a multi-byte character (a doubled byte dropped): FTS5 indexes those
-    # bytes as they are, and surrogateescape keeps them distinct and comparable here.
-    return word.decode("utf-8", "surrogateescape")
+    if word == original:
+        return token
+    try:
+        return word.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        # The stem ends inside a multi-byte character (a doubled byte dropped): FTS5 indexes those
+        # bytes as they are, and surrogateescape keeps them distinct and comparable here.
+        return word.decode("utf-8", "surrogateescape")

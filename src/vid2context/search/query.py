@@ -38,6 +38,7 @@ __all__ = [
     "count_phrase",
     "fts_expression",
     "highlight_spans",
+    "initials",
     "parse_query",
     "stems",
     "tokenize",
@@ -87,18 +88,32 @@ def token_spans(text: str) -> list[tuple[str, int, int]]:
     return spans
 
 
-def stems(tokens: list[str]) -> list[str]:
-    """``tokens`` as FTS5's ``porter`` tokenizer indexes them (memoised: speech repeats words)."""
+def stems(tokens: list[str], initials: frozenset[str] | None = None) -> list[str]:
+    """``tokens`` as FTS5's ``porter`` tokenizer indexes them (memoised: speech repeats words).
+
+    With ``initials``, only tokens starting with one of them are stemmed, the rest kept as they
+    are: a stem keeps its word's first letter, so a token starting otherwise can equal none of
+    the stems starting with ``initials``, stemmed or not. Comparing against a few stems, that
+    skips most of the work.
+    """
     cache = _STEM_CACHE
     if len(cache) > 200_000:
         cache.clear()
     out = []
     for token in tokens:
+        if initials is not None and token[0] not in initials:
+            out.append(token)
+            continue
         found = cache.get(token)
         if found is None:
             found = cache[token] = stem(token)
         out.append(found)
     return out
+
+
+def initials(phrases: tuple[Phrase, ...]) -> frozenset[str]:
+    """The first letters of every word of ``phrases`` (for ``stems(..., initials)``)."""
+    return frozenset(word[0] for phrase in phrases for word in phrase)
 
 
 class ParsedQuery(NamedTuple):

@@ -38,7 +38,16 @@ from typing import Any, NamedTuple
 
 from ..errors import ErrorCode, VidError
 from ..models import SearchHit
-from ..search.query import ParsedQuery, Phrase, count_phrase, fts_expression, highlight_spans, stems, tokenize
+from ..search.query import (
+    ParsedQuery,
+    Phrase,
+    count_phrase,
+    fts_expression,
+    highlight_spans,
+    initials,
+    stems,
+    tokenize,
+)
 
 __all__ = [
     "WINDOW",
@@ -186,11 +195,12 @@ def _rank(
     saving order)."""
     required = query.required_stems if stemmed else query.required
     excluded = query.excluded_stems
+    compared = initials(excluded + required) if stemmed else initials(excluded)
     scorer = _Bm25(rows_with, stats.rows, stats.average)
     ranked = []
     for candidate in candidates:
         words = tokenize(candidate.text)
-        stemmed_words = stems(words) if (stemmed or excluded) else words
+        stemmed_words = stems(words, compared) if (stemmed or excluded) else words
         if excluded and any(count_phrase(stemmed_words, phrase) for phrase in excluded):
             continue  # excluded by a stem the exact index could not see
         if stemmed and all(count_phrase(words, phrase) for phrase in query.required):
