@@ -14,7 +14,7 @@ Each query class is timed twice on that one database, in the same run, query by 
 
 Classes: rare words (one transcript), stems whose exact form is absent, two mid-frequency words,
 two-word phrases from the sentences, common words (about 3.5% of segments), very common words
-(``the``: 80%), two common words, and exclusions. Each reports p50/p95 ms wall and CPU (this
+(``the``: 80%), two common words, exclusions, and searches within one video and within 20. Each reports p50/p95 ms wall and CPU (this
 process, reader threads included: the figure that survives a loaded machine), the ratio of the
 p50s, and ``same_top10``: how often both rank the same ten segments first (for rare queries it
 should be all of them; a common word is ranked among its newest matches, so there it is not).
@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import json
 import os
 import random
 import sqlite3
@@ -53,8 +54,19 @@ MAIN_SEARCH_SQL = (
     "ORDER BY f.rank_bm25, f.rowid"
 )
 """Main's search before this change (``common.search_sql(within=False)``), for the reference."""
+MAIN_WITHIN_SQL = MAIN_SEARCH_SQL.replace(
+    "MATCH ? ORDER BY", "MATCH ? AND video_id IN (SELECT value FROM json_each(?)) ORDER BY"
+)
+"""The same within some videos (``search_sql(within=True)``)."""
 
-BEFORE_CAP = {"very_common": 8, "common_word": 24, "common_pair": 24, "stemmed": 24, "exclusion": 24}
+BEFORE_CAP = {
+    "very_common": 8,
+    "common_word": 24,
+    "common_pair": 24,
+    "stemmed": 24,
+    "exclusion": 24,
+    "within_20_videos": 16,
+}
 """The reference takes seconds on the commonest words: time fewer of its queries there."""
 
 
@@ -91,6 +103,10 @@ async def _build(path: Path, n: int) -> dict[str, float]:
     return {"seconds": round(seconds, 1), "segments_per_s": round(n * SEGMENTS / seconds)}
 
 
+WITHIN = {"within_one_video": 1, "within_20_videos": 20}
+"""Classes searched within that many videos (picked at random, the same ones every run)."""
+
+
 def _queries(n: int) -> dict[str, list[str]]:
     rng = random.Random(29)
     pool = _pool(random.Random(11))
@@ -105,6 +121,8 @@ def _queries(n: int) -> dict[str, list[str]]:
         "very_common": ["the", "of", "and", "to"],
         "common_pair": ["data model", "people think", "the system", "time of", "really going", "model data"],
         "exclusion": ["data -model", "people -the", "system -data -model", "uniq7 -the", "time -going"],
+        "within_one_video": ["the", "data", "people think", '"of the"', "models"],
+        "within_20_videos": ["the", "data", "people think", '"of the"', "models"],
     }
 
 
@@ -130,17 +148,24 @@ def _figures(wall: list[float], cpu: list[float]) -> dict[str, object]:
     }
 
 
-async def _measure(store: SQLiteStorage, queries: dict[str, list[str]]) -> dict[str, object]:
-    async def before(query: str) -> list[tuple[str, float]]:
+async def _measure(store: SQLiteStorage, queries: dict[str, list[str]], n: int) -> dict[str, object]:
+    rng = random.Random(31)
+    within = {kind: [f"youtube:bench{i:07d}" for i in rng.sample(range(n), k)] for kind, k in WITHIN.items()}
+
+    async def before(query: str, video_ids: list[str] | None) -> list[tuple[str, float]]:
         match = fts_expression(*parse_query(query))  # main's expression: the same quoting
-        rows = await store.database.read(lambda conn: conn.execute(MAIN_SEARCH_SQL, (match, 10)).fetchall())
+        if video_ids is None:
+            sql, params = MAIN_SEARCH_SQL, (match, 10)
+        else:
+            sql, params = MAIN_WITHIN_SQL, (match, json.dumps(video_ids), 10)
+        rows = await store.database.read(lambda conn: conn.execute(sql, params).fetchall())
         return [(row["video_id"], row["start_sec"]) for row in rows]
 
-    async def after(query: str) -> list[tuple[str, float]]:
-        return [(h.video_id, h.start_sec) for h in await store.search(query, limit=10)]
+    async def after(query: str, video_ids: list[str] | None) -> list[tuple[str, float]]:
+        return [(h.video_id, h.start_sec) for h in await store.search(query, limit=10, video_ids=video_ids)]
 
     for kind in queries:  # warm the page cache for both paths
-        await after(queries[kind][0])
+        await after(queries[kind][0], within.get(kind))
     figures: dict[str, object] = {}
     for kind, texts in queries.items():
         repeats = max(1, 40 // len(texts))
@@ -150,11 +175,12 @@ async def _measure(store: SQLiteStorage, queries: dict[str, list[str]]) -> dict[
         same = 0
         compared = 0
         for i, query in enumerate(plan):
-            wall, cpu, new = await _timed(lambda q=query: after(q))
+            ids = within.get(kind)
+            wall, cpu, new = await _timed(lambda q=query, v=ids: after(q, v))
             samples["after"][0].append(wall)
             samples["after"][1].append(cpu)
             if i < cap:
-                wall, cpu, old = await _timed(lambda q=query: before(q))
+                wall, cpu, old = await _timed(lambda q=query, v=ids: before(q, v))
                 samples["before"][0].append(wall)
                 samples["before"][1].append(cpu)
                 compared += 1
@@ -205,7 +231,7 @@ async def _run(n: int) -> dict[str, object]:
         build.update(await _build(path, n))
     store = SQLiteStorage(path)
     try:
-        figures = await _measure(store, _queries(n))
+        figures = await _measure(store, _queries(n), n)
     finally:
         await store.close()
     return {

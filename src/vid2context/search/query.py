@@ -135,7 +135,7 @@ def parse_query(query: str) -> ParsedQuery:
     """Split ``query`` into required and excluded phrases; ``bad-request`` when it is not text, too
     long, or leaves nothing to find."""
     if not isinstance(query, str):
-        raise _bad("The query must be text.", "Pass the words to search for, e.g. q=rate limit.")
+        raise _bad("The query must be text.", "Pass the words to search for, such as: rate limit.")
     if len(query) > MAX_QUERY_CHARS:
         raise _bad(
             f"The query is {len(query):,} characters long; at most {MAX_QUERY_CHARS:,} are searched.",
@@ -160,7 +160,7 @@ def parse_query(query: str) -> ParsedQuery:
                 "The query has no words in it, only punctuation or symbols.",
                 'Search for words or numbers; "quotes" keep words together and -word excludes one.',
             )
-        raise _bad("The query is empty.", "Pass the words to search for, e.g. q=rate limit.")
+        raise _bad("The query is empty.", "Pass the words to search for, such as: rate limit.")
     if len(required) + len(excluded) > MAX_QUERY_PHRASES:
         raise _bad(
             f"The query has {len(required) + len(excluded)} words and phrases; at most "

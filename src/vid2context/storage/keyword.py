@@ -18,9 +18,12 @@ segments, 4 s for "the"). Here a tier ranks at most its ``WINDOW`` newest matche
 doclists in rowid order and stops at the limit), with BM25 computed in Python from each
 candidate's text: term counts and length from the words, rows and average length from FTS5's own
 averages record, and each phrase's document frequency counted up to ``WINDOW`` and, past it,
-estimated from how many rowids the first ``WINDOW`` matches span. A query with fewer matches than
-the window is ranked exactly as FTS5's ``bm25()`` would rank it; a common one is ranked among its
-most recently saved matches. Either way no query reads more than about ``WINDOW`` rows per phrase.
+estimated from how many rowids its newest ``WINDOW`` matches span. So a query with fewer matches
+than the window is ranked among all of them, exactly as ``bm25()`` ranks them when each phrase
+is in fewer than ``WINDOW`` rows (only a commoner phrase's weight is estimated), and a common one
+among its most recently saved matches. FTS5 still walks what it needs to find the window: for a
+phrase of common words that is rare as a phrase, their whole intersection; within some videos,
+every match inside them.
 
 **One algorithm, answered twice.** ``plan()`` is a generator that asks for what it needs in rounds
 (``Stats``, ``RowsWith``, ``Window`` requests) and receives the answers; ``sql_statements`` and
@@ -319,15 +322,20 @@ def _sql_window(table: str, within: bool) -> str:
             f"ORDER BY rowid DESC LIMIT {WINDOW}) AS f JOIN segments AS s ON s.id = f.rowid "
             "JOIN videos AS v ON v.id = s.video_id ORDER BY s.id DESC"
         )
-    # A video's segments are saved in one statement, so their rowids are one range: FTS5 walks
-    # just those ranges (r drives the join), and the video_id check keeps it right regardless.
+    # A video's segments are saved in one transaction, in order, so their rowids are one range,
+    # from its first segment's to its last's: FTS5 walks just those ranges (r drives the join;
+    # MATERIALIZED, or SQLite re-evaluates r and sorts slowly). The video_id check after the cut
+    # keeps out anything a broken range could let in. Costs about the matches in those videos.
     return (
-        "WITH r AS (SELECT video_id, min(id) AS lo, max(id) AS hi FROM segments "
-        "WHERE video_id IN (SELECT value FROM json_each(?)) GROUP BY video_id) "
-        f"SELECT {_CANDIDATE_COLUMNS} FROM r CROSS JOIN {table} AS f "
-        "JOIN segments AS s ON s.id = f.rowid AND s.video_id = r.video_id "
-        "JOIN videos AS v ON v.id = s.video_id "
-        f"WHERE f.{table} MATCH ? AND f.rowid BETWEEN r.lo AND r.hi ORDER BY s.id DESC LIMIT {WINDOW}"
+        "WITH r AS MATERIALIZED (SELECT "
+        "(SELECT id FROM segments WHERE video_id = w.value ORDER BY idx LIMIT 1) AS lo, "
+        "(SELECT id FROM segments WHERE video_id = w.value ORDER BY idx DESC LIMIT 1) AS hi "
+        "FROM json_each(?) AS w), "
+        f"m AS MATERIALIZED (SELECT f.rowid AS id FROM r CROSS JOIN {table} AS f "
+        f"WHERE f.{table} MATCH ? AND f.rowid BETWEEN r.lo AND r.hi) "
+        f"SELECT {_CANDIDATE_COLUMNS} FROM (SELECT id FROM m ORDER BY id DESC LIMIT {WINDOW}) AS top "
+        "JOIN segments AS s ON s.id = top.id JOIN videos AS v ON v.id = s.video_id "
+        "WHERE s.video_id IN (SELECT value FROM json_each(?)) ORDER BY s.id DESC"
     )
 
 
@@ -346,7 +354,7 @@ def sql_statements(requests: list[Request], within_json: str | None) -> list[tup
         else:
             table = _STEM if request.stemmed else _EXACT
             match = fts_expression(request.required, request.excluded)
-            params = (match,) if within_json is None else (within_json, match)
+            params = (match,) if within_json is None else (within_json, match, within_json)
             statements.append((_sql_window(table, within_json is not None), params))
     return statements
 
