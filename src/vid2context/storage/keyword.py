@@ -233,36 +233,40 @@ def _hit(ranked: _Ranked, query: ParsedQuery, *, stemmed: bool) -> SearchHit:
 def plan(query: ParsedQuery, *, limit: int, within: bool) -> Plan:
     """The search as rounds of requests (see the module docstring); returns the hits.
 
-    ``within`` says the backend restricts windows to some videos: then a window says nothing of
-    the whole library, so phrases' rows are always counted on their own.
+    Round one counts every phrase's rows, word for word and by stems, and takes the exact
+    window; round two, the stemmed window, only when the exact hits fall short of ``limit`` and
+    some phrase has rows that only its stems match (equal counts below ``WINDOW`` mean the same
+    rows, so the stems could add nothing). ``within`` says the backend restricts windows to some
+    videos: then a window says nothing of the whole library, so phrases' rows are counted apart.
     """
     # One phrase and no exclusion: its window is the count of its rows, so it is not asked twice.
     counted_by_window = len(query.required) == 1 and not query.excluded and not within
-    hits: list[SearchHit] = []
-    stats: LibraryStats | None = None
-    for stemmed in (False, True):
-        requests: list[Request] = [] if stats else [Stats()]
-        if not counted_by_window:
-            requests += [RowsWith(stemmed, phrase) for phrase in query.required]
-        requests.append(Window(stemmed, query.required, query.excluded))
-        answers = yield requests
-        if stats is None:
-            stats = answers[0]
-            answers = answers[1:]
-        assert stats is not None
-        window: list[Candidate] = answers[-1]
-        if counted_by_window:
-            lowest = window[-1].rowid if window else None
-            rows_with = [estimate_rows_with(len(window), lowest, stats)]
-        else:
-            rows_with = [estimate_rows_with(count, lowest, stats) for count, lowest in answers[:-1]]
-        ranked = _rank(
-            window, query, stemmed=stemmed, rows_with=rows_with, stats=stats, wanted=limit - len(hits)
-        )
-        hits += (_hit(r, query, stemmed=stemmed) for r in ranked)
-        if len(hits) >= limit:
-            break
-    return hits
+    phrases = len(query.required)
+    requests: list[Request] = [Stats()]
+    if not counted_by_window:
+        requests += [RowsWith(False, phrase) for phrase in query.required]
+    requests += [RowsWith(True, phrase) for phrase in query.required]
+    requests.append(Window(False, query.required, query.excluded))
+    answers = yield requests
+    stats: LibraryStats = answers[0]
+    window: list[Candidate] = answers[-1]
+    stem_counts: list[tuple[int, int | None]] = answers[-1 - phrases : -1]
+    if counted_by_window:
+        exact_counts = [(len(window), window[-1].rowid if window else None)]
+    else:
+        exact_counts = answers[1 : 1 + phrases]
+    rows_with = [estimate_rows_with(count, lowest, stats) for count, lowest in exact_counts]
+    ranked = _rank(window, query, stemmed=False, rows_with=rows_with, stats=stats, wanted=limit)
+    hits = [_hit(r, query, stemmed=False) for r in ranked]
+    same_rows = all(
+        exact[0] == stem[0] < WINDOW for exact, stem in zip(exact_counts, stem_counts, strict=True)
+    )
+    if len(hits) >= limit or same_rows:
+        return hits
+    (window,) = yield [Window(True, query.required, query.excluded)]
+    rows_with = [estimate_rows_with(count, lowest, stats) for count, lowest in stem_counts]
+    ranked = _rank(window, query, stemmed=True, rows_with=rows_with, stats=stats, wanted=limit - len(hits))
+    return hits + [_hit(r, query, stemmed=True) for r in ranked]
 
 
 def invalid_query() -> VidError:
