@@ -17,12 +17,15 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from vid2context.errors import ErrorCode, VidError
 from vid2context.models import SearchHit, Segment, Transcript, VideoContext, VideoMetadata
+from vid2context.search.query import parse_query
+from vid2context.storage import keyword
 from vid2context.storage.keyword import WINDOW
 from vid2context.storage.memory import MemoryStorage
 from vid2context.storage.sqlite import SQLiteStorage
@@ -185,3 +188,34 @@ def test_any_query_of_library_words_answers_alike(stores: _Stores, query: str, l
 @example("NEAR(\x00, 3)")
 def test_any_text_at_all_answers_alike_and_never_crashes(stores: _Stores, query: str) -> None:
     _same(stores, query)
+
+
+def test_the_stemmed_window_is_asked_for_only_when_stems_can_add_rows() -> None:
+    """The second round (the stemmed window) runs when the exact hits fall short and some phrase
+    has rows only its stems match; equal counts below the window mean the stems add nothing."""
+    store = MemoryStorage()
+    context = _library()[0]
+    texts = ["a kickstand", "two kickstands", "the cat", "one cat only"]
+    segments = [Segment(start_sec=i, end_sec=i + 1, text=t) for i, t in enumerate(texts)]
+    asyncio.run(
+        store.put_context(
+            msgspec.structs.replace(
+                context, transcript=msgspec.structs.replace(context.transcript, segments=segments)
+            )
+        )
+    )  # type: ignore[arg-type]
+
+    def rounds(query: str, limit: int = 10) -> int:
+        asked = []
+
+        def answer(requests: list[keyword.Request]) -> list[object]:
+            asked.append(requests)
+            return [store._answer(request, None) for request in requests]
+
+        keyword.drive(keyword.plan(parse_query(query), limit=limit, within=False), answer)
+        return len(asked)
+
+    assert rounds("kickstand") == 2  # one exact hit, and "kickstands" only by its stem
+    assert rounds("kickstand", limit=1) == 1  # the exact hit fills the answer
+    assert rounds("cat") == 1  # no other form of "cat" is saved
+    assert rounds("cat -kickstands") == 1
