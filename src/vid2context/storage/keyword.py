@@ -233,37 +233,46 @@ def _hit(ranked: _Ranked, query: ParsedQuery, *, stemmed: bool) -> SearchHit:
 def plan(query: ParsedQuery, *, limit: int, within: bool) -> Plan:
     """The search as rounds of requests (see the module docstring); returns the hits.
 
-    Round one counts every phrase's rows, word for word and by stems, and takes the exact
-    window; round two, the stemmed window, only when the exact hits fall short of ``limit`` and
-    some phrase has rows that only its stems match (equal counts below ``WINDOW`` mean the same
-    rows, so the stems could add nothing). ``within`` says the backend restricts windows to some
+    Round one counts the phrases' rows and takes the exact window; round two the stemmed window,
+    only when the exact hits fall short of ``limit``. When every phrase is one word, round one
+    also counts their rows by stems (cheap for a word, unlike a phrase walk), and round two is
+    skipped when each word has as many rows by its stem as by itself, below ``WINDOW``: the same
+    rows, so the stems could add nothing. ``within`` says the backend restricts windows to some
     videos: then a window says nothing of the whole library, so phrases' rows are counted apart.
     """
     # One phrase and no exclusion: its window is the count of its rows, so it is not asked twice.
     counted_by_window = len(query.required) == 1 and not query.excluded and not within
+    words_only = all(len(phrase) == 1 for phrase in query.required)
     phrases = len(query.required)
     requests: list[Request] = [Stats()]
     if not counted_by_window:
         requests += [RowsWith(False, phrase) for phrase in query.required]
-    requests += [RowsWith(True, phrase) for phrase in query.required]
+    if words_only:
+        requests += [RowsWith(True, phrase) for phrase in query.required]
     requests.append(Window(False, query.required, query.excluded))
     answers = yield requests
     stats: LibraryStats = answers[0]
     window: list[Candidate] = answers[-1]
-    stem_counts: list[tuple[int, int | None]] = answers[-1 - phrases : -1]
+    counts: list[tuple[int, int | None]] = answers[1:-1]
     if counted_by_window:
-        exact_counts = [(len(window), window[-1].rowid if window else None)]
-    else:
-        exact_counts = answers[1 : 1 + phrases]
+        counts = [(len(window), window[-1].rowid if window else None), *counts]
+    exact_counts, stem_counts = counts[:phrases], counts[phrases:]
     rows_with = [estimate_rows_with(count, lowest, stats) for count, lowest in exact_counts]
     ranked = _rank(window, query, stemmed=False, rows_with=rows_with, stats=stats, wanted=limit)
     hits = [_hit(r, query, stemmed=False) for r in ranked]
-    same_rows = all(
-        exact[0] == stem[0] < WINDOW for exact, stem in zip(exact_counts, stem_counts, strict=True)
-    )
-    if len(hits) >= limit or same_rows:
+    if len(hits) >= limit:
         return hits
-    (window,) = yield [Window(True, query.required, query.excluded)]
+    if words_only:
+        if all(exact[0] == stem[0] < WINDOW for exact, stem in zip(exact_counts, stem_counts, strict=True)):
+            return hits
+        answers = yield [Window(True, query.required, query.excluded)]
+    else:
+        answers = yield [
+            *(RowsWith(True, phrase) for phrase in query.required),
+            Window(True, query.required, query.excluded),
+        ]
+        stem_counts = answers[:-1]
+    window = answers[-1]
     rows_with = [estimate_rows_with(count, lowest, stats) for count, lowest in stem_counts]
     ranked = _rank(window, query, stemmed=True, rows_with=rows_with, stats=stats, wanted=limit - len(hits))
     return hits + [_hit(r, query, stemmed=True) for r in ranked]
