@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import sqlite3
 from collections.abc import Iterator
+from types import ModuleType
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -52,10 +53,20 @@ TEXT = st.text(_ALPHABET, max_size=60)
 WORDS = st.text(st.sampled_from(list("aeiouybcdlmnrstxwzg")), min_size=1, max_size=14)
 
 
-@pytest.fixture(scope="module")
-def fts() -> Iterator[sqlite3.Connection]:
+def _drivers() -> list[ModuleType]:
+    """This Python's ``sqlite3`` and, when installed, ``pysqlite3`` (the newer SQLite the local
+    extra brings for sqlite-vec, which opens the same library file)."""
+    try:
+        from pysqlite3 import dbapi2
+    except ImportError:
+        return [sqlite3]
+    return [sqlite3, dbapi2]
+
+
+@pytest.fixture(scope="module", params=_drivers(), ids=lambda driver: f"sqlite-{driver.sqlite_version}")
+def fts(request: pytest.FixtureRequest) -> Iterator[sqlite3.Connection]:
     """Both tokenizers our indexes use, each with an ``fts5vocab`` that lists what it indexed."""
-    conn = sqlite3.connect(":memory:")
+    conn = request.param.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE exact USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2')")
     conn.execute(
         "CREATE VIRTUAL TABLE stem USING fts5 (text, tokenize = 'porter unicode61 remove_diacritics 2')"

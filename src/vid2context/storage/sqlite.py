@@ -312,7 +312,7 @@ class SQLiteStorage:
 
         try:
             return await self.database.read(work)
-        except sqlite3.OperationalError as exc:  # the expressions are built to be valid; be safe anyway
+        except self.database.driver.OperationalError as exc:  # the expressions are built to be valid
             if "fts5" not in str(exc):
                 raise
             raise keyword.invalid_query() from None
