@@ -135,11 +135,11 @@ def parse_query(query: str) -> ParsedQuery:
     """Split ``query`` into required and excluded phrases; ``bad-request`` when it is not text, too
     long, or leaves nothing to find."""
     if not isinstance(query, str):
-        raise _bad("The query must be text.", "Pass the words to search for, such as: rate limit.")
+        raise _bad("The query must be text.", "Give the words to search for, such as: rate limit.")
     if len(query) > MAX_QUERY_CHARS:
         raise _bad(
             f"The query is {len(query):,} characters long; at most {MAX_QUERY_CHARS:,} are searched.",
-            "Search for a few distinctive words or a quoted phrase.",
+            "Give a few distinctive words or a quoted phrase instead.",
         )
     required: list[Phrase] = []
     excluded: list[Phrase] = []
@@ -153,19 +153,19 @@ def parse_query(query: str) -> ParsedQuery:
         if excluded:
             raise _bad(
                 "The query only excludes words: there is nothing left to find.",
-                'Add a word or a "quoted phrase" to find; -word only narrows, as in: rate -limit.',
+                'Give a word or a "quoted phrase" to find as well; -word only narrows, as in: rate -limit.',
             )
         if query.strip():
             raise _bad(
                 "The query has no words in it, only punctuation or symbols.",
-                'Search for words or numbers; "quotes" keep words together and -word excludes one.',
+                'Give words or numbers to find; "quotes" keep words together and -word leaves one out.',
             )
-        raise _bad("The query is empty.", "Pass the words to search for, such as: rate limit.")
+        raise _bad("The query is empty.", "Give the words to search for, such as: rate limit.")
     if len(required) + len(excluded) > MAX_QUERY_PHRASES:
         raise _bad(
             f"The query has {len(required) + len(excluded)} words and phrases; at most "
             f"{MAX_QUERY_PHRASES} are searched.",
-            "Search for a few distinctive words or a quoted phrase.",
+            "Give a few distinctive words or a quoted phrase instead.",
         )
     return ParsedQuery(tuple(required), tuple(excluded))
 

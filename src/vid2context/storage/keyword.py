@@ -284,7 +284,7 @@ def invalid_query() -> VidError:
     return VidError(
         ErrorCode.BAD_REQUEST,
         "The search query could not be run.",
-        hint='Search for plain words; "quotes" keep words together and -word excludes one.',
+        hint='Give plain words to search for; "quotes" keep words together and -word leaves one out.',
     )
 
 
