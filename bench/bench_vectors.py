@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from vid2context.search.vectors import VectorRecord, VectorSpace
+from vid2context.models import EmbeddingSpace
+from vid2context.search.vectors import VectorRecord
 from vid2context.search.windows import WindowRef
 from vid2context.storage.sqlite_vec import SQLiteVectorIndex, open_vector_index, vec_table
 
@@ -48,7 +49,7 @@ WINDOWS_PER_VIDEO = 50
 TOPICS = 2_000
 TOP = 10
 OVERSAMPLE = (4, 16)
-SPACE = VectorSpace("bench/synthetic-384", DIM)
+SPACE = EmbeddingSpace(model="bench/synthetic-384", dim=DIM, pooling="cls")
 RESULTS = Path(__file__).resolve().parent / "results"
 VERSION = 2  # bump when the data or the tables change
 

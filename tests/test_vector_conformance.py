@@ -20,8 +20,8 @@ from typing import NamedTuple
 import pytest
 
 from vid2context.errors import ErrorCode, VidError
-from vid2context.models import Chapter, Segment, Transcript, VideoContext, VideoMetadata
-from vid2context.search.vectors import MAX_TOP_K, VectorIndex, VectorRecord, VectorSpace
+from vid2context.models import Chapter, EmbeddingSpace, Segment, Transcript, VideoContext, VideoMetadata
+from vid2context.search.vectors import MAX_TOP_K, SpaceCount, VectorIndex, VectorRecord
 from vid2context.search.vectors_memory import MemoryVectorIndex
 from vid2context.search.windows import MAX_WINDOW_ID_BYTES, WindowRef, make_windows
 from vid2context.storage.sqlite import SQLiteStorage
@@ -34,8 +34,8 @@ from .vectorize_standin import VectorizeStandin
 pytestmark = pytest.mark.anyio
 
 DIM = 4
-SPACE = VectorSpace("test/model-a", DIM)
-OTHER = VectorSpace("test/model-b", DIM)
+SPACE = EmbeddingSpace(model="test/model-a", dim=DIM, pooling="cls")
+OTHER = EmbeddingSpace(model="test/model-b", dim=DIM, pooling="cls")
 BACKENDS = ("memory", "sqlite-vec", "vectorize")
 
 
@@ -281,7 +281,11 @@ async def test_vectors_must_fit_their_space(subject: Subject) -> None:
         await index.query(SPACE, [1, 0, 0])
     assert "3 dimensions" in mismatch.value.message and "4" in mismatch.value.message
     assert await index.window_ids(SPACE, B) == []
-    for space in (VectorSpace("", DIM), VectorSpace("m", 0), VectorSpace("m", -4)):
+    for space in (
+        EmbeddingSpace(model="", dim=DIM, pooling="cls"),
+        EmbeddingSpace(model="m", dim=0, pooling="cls"),
+        EmbeddingSpace(model="m", dim=-4, pooling="cls"),
+    ):
         with pytest.raises(VidError) as refused:
             await index.upsert(space, [rec(ref(B, 0), 1, 0, 0, 0)])
         assert refused.value.code is ErrorCode.BAD_REQUEST and refused.value.hint
@@ -302,7 +306,7 @@ async def test_two_models_never_mix(subject: Subject) -> None:
     assert mine[0].score == pytest.approx(1.0, abs=1e-5) and theirs[0].score == pytest.approx(1.0, abs=1e-5)
     assert await index.window_ids(SPACE, A) == [f"{A}@0-0", f"{A}@1-1"]
     assert len(await index.window_ids(OTHER, A)) == 3
-    assert await index.query(VectorSpace("test/model-c", DIM), [1, 0, 0, 0]) == []
+    assert await index.query(EmbeddingSpace(model="test/model-c", dim=DIM, pooling="cls"), [1, 0, 0, 0]) == []
 
 
 async def test_delete_video_removes_its_vectors_in_every_space(subject: Subject) -> None:
@@ -398,3 +402,33 @@ def _talk(video_id: str, segments: int) -> VideoContext:
             ],
         ),
     )
+
+
+async def test_the_ledger_counts_indexed_videos_per_space_and_forgets_deleted_ones(subject: Subject) -> None:
+    index = subject.index
+    assert await index.spaces() == [] and await index.indexed(SPACE, [A, B]) == set()
+    await index.replace_video(SPACE, A, [rec(ref(A, 0), 1, 0, 0, 0), rec(ref(A, 1), 0, 1, 0, 0)])
+    await index.replace_video(SPACE, B, [])  # nothing to embed: indexed all the same
+    await index.upsert(OTHER, [rec(ref(C, 0), 0, 0, 1, 0)])
+    assert await index.indexed(SPACE, [A, B, C]) == {A, B}  # read-after-write: no settle
+    assert await index.indexed(OTHER, [A, B, C]) == {C}
+    assert await index.spaces() == [SpaceCount(SPACE, 2, 2), SpaceCount(OTHER, 1, 1)]
+    await index.replace_video(SPACE, A, [rec(ref(A, 0), 1, 0, 0, 0)])
+    assert (await index.spaces())[0] == SpaceCount(SPACE, 2, 1)
+    await index.delete_video(A)
+    await index.delete_video(B)
+    assert await index.indexed(SPACE, [A, B]) == set()
+    assert (await index.spaces())[0].space == OTHER
+
+
+async def test_a_space_names_its_pooling_and_poolings_never_mix(subject: Subject) -> None:
+    mean = EmbeddingSpace(model=SPACE.model, dim=DIM, pooling="mean")
+    assert mean.key != SPACE.key and mean.tag != SPACE.tag
+    await subject.index.upsert(SPACE, [rec(ref(A, 0), 1, 0, 0, 0)])
+    await subject.index.upsert(mean, [rec(ref(B, 0), 1, 0, 0, 0)])
+    subject.settle()
+    assert ids(await subject.index.query(SPACE, [1, 0, 0, 0])) == [f"{A}@0-0"]
+    assert ids(await subject.index.query(mean, [1, 0, 0, 0])) == [f"{B}@0-0"]
+    with pytest.raises(VidError) as caught:
+        await subject.index.query(EmbeddingSpace(model="m", dim=DIM, pooling="max"), [1, 0, 0, 0])  # type: ignore[arg-type]
+    assert caught.value.code is ErrorCode.BAD_REQUEST

@@ -10,9 +10,9 @@ import pytest
 from vid2context import library
 from vid2context.api import create_app
 from vid2context.errors import ErrorCode, VidError
-from vid2context.models import Segment, Transcript, VideoContext, VideoMetadata
+from vid2context.models import EmbeddingSpace, Segment, Transcript, VideoContext, VideoMetadata
 from vid2context.runtime import Runtime, build_local_runtime, build_worker_runtime
-from vid2context.search.vectors import VectorRecord, VectorSpace
+from vid2context.search.vectors import VectorRecord
 from vid2context.search.vectors_memory import MemoryVectorIndex
 from vid2context.search.windows import make_windows
 from vid2context.storage.sqlite_vec import SQLiteVectorIndex
@@ -24,7 +24,7 @@ from .vectorize_standin import VectorizeStandin
 
 pytestmark = pytest.mark.anyio
 
-SPACE = VectorSpace("BAAI/bge-small-en-v1.5", VECTOR_DIMENSIONS)
+SPACE = EmbeddingSpace(model="BAAI/bge-small-en-v1.5", dim=VECTOR_DIMENSIONS, pooling="cls")
 KEPT, DOOMED = "youtube:F1xioXWb8CY", "youtube:GJLlxj_dtq8"
 
 
@@ -56,7 +56,9 @@ async def index_video(runtime: Runtime, video_id: str, offset: int) -> int:
     windows = make_windows(talk(video_id))
     records = [VectorRecord(w, direction(offset + n)) for n, w in enumerate(windows)]
     await runtime.vectors.upsert(SPACE, records)
-    await runtime.vectors.upsert(VectorSpace("other/model", VECTOR_DIMENSIONS), records)
+    await runtime.vectors.upsert(
+        EmbeddingSpace(model="other/model", dim=VECTOR_DIMENSIONS, pooling="cls"), records
+    )
     return len(windows)
 
 
@@ -73,7 +75,7 @@ async def test_deleting_a_video_deletes_its_vectors(runtimes: Runtimes) -> None:
     ) as http:
         response = await http.delete(f"/api/v1/library/{DOOMED}")
     assert response.status_code == 204
-    for space in (SPACE, VectorSpace("other/model", VECTOR_DIMENSIONS)):
+    for space in (SPACE, EmbeddingSpace(model="other/model", dim=VECTOR_DIMENSIONS, pooling="cls")):
         assert await runtime.vectors.window_ids(space, DOOMED) == []
         assert len(await runtime.vectors.window_ids(space, KEPT)) == kept
         hits = await runtime.vectors.query(space, direction(100), top_k=100)

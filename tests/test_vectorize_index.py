@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from vid2context.errors import ErrorCode, VidError
-from vid2context.search.vectors import VectorRecord, VectorSpace
+from vid2context.models import EmbeddingSpace
+from vid2context.search.vectors import VectorRecord
 from vid2context.search.windows import WindowRef
 from vid2context.storage.vectorize import MAX_FILTER_BYTES, VIDEO_PROPERTY, VectorizeIndex
 
@@ -23,7 +24,7 @@ from .vectorize_standin import VectorizeStandin
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-SPACE = VectorSpace("@cf/baai/bge-small-en-v1.5", 4)
+SPACE = EmbeddingSpace(model="@cf/baai/bge-small-en-v1.5", dim=4, pooling="cls")
 
 
 @pytest.fixture
@@ -67,7 +68,7 @@ class Wrapped:
 
 async def test_a_space_of_another_dimension_is_no_provider_with_the_command(env: CloudflareEnv) -> None:
     index = VectorizeIndex(standin(), env.DB)
-    wide = VectorSpace("@cf/baai/bge-base-en-v1.5", 768)
+    wide = EmbeddingSpace(model="@cf/baai/bge-base-en-v1.5", dim=768, pooling="cls")
     for attempt in (
         index.upsert(wide, [VectorRecord(window("youtube:a", 0), [1.0] * 768)]),
         index.query(wide, [1.0] * 768),

@@ -15,6 +15,8 @@ This module imports nothing from the project (it is a leaf, like Starlette's ``t
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import Generic, Literal, TypeVar
 
 import msgspec
@@ -157,11 +159,16 @@ class EmbeddingSpace(Base, frozen=True):
 
     @property
     def key(self) -> str:
-        """One string for the space (``BAAI/bge-small-en-v1.5|cls|384``), for a column or a name.
-
-        A store that names a space by model and dimension only keeps poolings apart by taking
-        ``f"{model}|{pooling}"`` as the model: its ``<model>|<dim>`` is then this key."""
+        """One string for the space (``BAAI/bge-small-en-v1.5|cls|384``): the vector index's name
+        for it (``vector_spaces.key``)."""
         return f"{self.model}|{self.pooling}|{self.dim}"
+
+    @property
+    def tag(self) -> str:
+        """A short name for tables, namespaces and id prefixes: 7 characters of ``[a-z2-7]`` from
+        a digest of ``key`` (35 bits: no two spaces of one library will share it)."""
+        digest = hashlib.sha256(self.key.encode("utf-8", "surrogatepass")).digest()
+        return base64.b32encode(digest).decode().lower()[:7]
 
 
 class Embeddings(Base):

@@ -1,8 +1,9 @@
 """The vector index: one small async protocol, the shapes it speaks and the checks every backend makes.
 
-A vector belongs to an **embedding space**, a model and its dimension (``VectorSpace``). Vectors of
-different models are never compared: each space is its own table (sqlite-vec) or namespace and id
-prefix (Vectorize), and a query names the space it searches. What a vector stands for is a window
+A vector belongs to an **embedding space** (``models.EmbeddingSpace``: the model, its dimension and
+its pooling), the very shape the embedders answer with, so what was embedded is what is stored.
+Vectors of different spaces are never compared: each space is its own table (sqlite-vec) or
+namespace and id prefix (Vectorize), and a query names the space it searches. What a vector stands for is a window
 of a transcript (``windows.WindowRef``), kept beside it so that a hit can cite it.
 
 Backends, one conformance suite over all of them (``tests/test_vector_conformance.py``):
@@ -29,11 +30,12 @@ import base64
 import hashlib
 import math
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, get_args, runtime_checkable
 
 import msgspec
 
 from ..errors import ErrorCode, VidError
+from ..models import EmbeddingSpace, Pooling
 from .windows import MAX_WINDOW_ID_BYTES, WindowRef
 
 __all__ = [
@@ -42,8 +44,8 @@ __all__ = [
     "MAX_TOP_K",
     "VectorHit",
     "VectorIndex",
+    "SpaceCount",
     "VectorRecord",
-    "VectorSpace",
     "as_ref",
     "check_records",
     "check_space",
@@ -63,28 +65,8 @@ are split, never refused."""
 MAX_DIM = 4096
 """The widest vector any backend takes here (Vectorize takes 1536; sqlite-vec more)."""
 MAX_MODEL_CHARS = 200
-_TAG_CHARS = 7
+POOLINGS: tuple[str, ...] = get_args(Pooling)
 _KEY_BYTES = 64
-
-
-class VectorSpace(msgspec.Struct, frozen=True):
-    """An embedding space: the model that made the vectors and their dimension."""
-
-    model: str
-    """The embedder's model id, exactly as it reports it (``BAAI/bge-small-en-v1.5``)."""
-    dim: int
-
-    @property
-    def key(self) -> str:
-        """The space's full name, as stored: ``<model>|<dim>``."""
-        return f"{self.model}|{self.dim}"
-
-    @property
-    def tag(self) -> str:
-        """A short name for tables, namespaces and id prefixes: 7 characters of ``[a-z2-7]``
-        from a digest of ``key`` (35 bits: no two spaces of one library will share it)."""
-        digest = hashlib.sha256(self.key.encode("utf-8", "surrogatepass")).digest()
-        return base64.b32encode(digest).decode().lower()[:_TAG_CHARS]
 
 
 class VectorRecord(msgspec.Struct, frozen=True):
@@ -92,6 +74,14 @@ class VectorRecord(msgspec.Struct, frozen=True):
 
     window: WindowRef
     vector: Sequence[float]
+
+
+class SpaceCount(msgspec.Struct, frozen=True):
+    """A space the index holds, with how many videos and windows its ledger counts."""
+
+    space: EmbeddingSpace
+    videos: int
+    windows: int
 
 
 class VectorHit(WindowRef, frozen=True, kw_only=True):
@@ -105,7 +95,7 @@ class VectorIndex(Protocol):
     id: str
     """Backend name for health output and ``meta`` (``memory``, ``sqlite-vec``, ``vectorize``)."""
 
-    async def upsert(self, space: VectorSpace, records: Sequence[VectorRecord]) -> None:
+    async def upsert(self, space: EmbeddingSpace, records: Sequence[VectorRecord]) -> None:
         """Add ``records`` to ``space``, replacing any with the same window id (the last of
         duplicates in one call wins); any number, written ``MAX_BATCH`` at a time.
 
@@ -116,15 +106,28 @@ class VectorIndex(Protocol):
         """
         ...
 
-    async def replace_video(self, space: VectorSpace, video_id: str, records: Sequence[VectorRecord]) -> None:
+    async def replace_video(
+        self, space: EmbeddingSpace, video_id: str, records: Sequence[VectorRecord]
+    ) -> None:
         """Make ``records`` the whole of ``video_id``'s vectors in ``space``: upsert them, then
-        remove the video's other windows there (never one just written). ``bad-request`` as
-        ``upsert``, and when a record belongs to another video."""
+        remove the video's other windows there (never one just written), and count the video as
+        indexed in ``space`` (``indexed``), even with no records: a video with nothing to embed is
+        indexed too. ``bad-request`` as ``upsert``, and when a record belongs to another video."""
+        ...
+
+    async def spaces(self) -> list[SpaceCount]:
+        """Every space that holds or held vectors, with the videos indexed in it (by
+        ``replace_video``, or ``upsert`` of at least one of their windows) and their windows;
+        most videos first. Read-after-write, like ``window_ids``."""
+        ...
+
+    async def indexed(self, space: EmbeddingSpace, video_ids: Sequence[str]) -> set[str]:
+        """Those of ``video_ids`` indexed in ``space`` (see ``spaces``). Read-after-write."""
         ...
 
     async def query(
         self,
-        space: VectorSpace,
+        space: EmbeddingSpace,
         vector: Sequence[float],
         *,
         top_k: int = 10,
@@ -139,13 +142,14 @@ class VectorIndex(Protocol):
         """
         ...
 
-    async def window_ids(self, space: VectorSpace, video_id: str) -> list[str]:
+    async def window_ids(self, space: EmbeddingSpace, video_id: str) -> list[str]:
         """The ids of ``video_id``'s windows in ``space``, sorted; ``[]`` when it has none.
         Read-after-write: includes what was just written, even where ``query`` does not yet."""
         ...
 
     async def delete_video(self, video_id: str) -> int:
-        """Remove every vector of ``video_id`` in every space; how many there were (0 when none)."""
+        """Remove every vector of ``video_id`` in every space, and its place in their counts; how
+        many vectors there were (0 when none)."""
         ...
 
     async def close(self) -> None:
@@ -160,7 +164,7 @@ def _bad(message: str, hint: str) -> VidError:
     return VidError(ErrorCode.BAD_REQUEST, message, hint=hint)
 
 
-def check_space(space: VectorSpace) -> VectorSpace:
+def check_space(space: EmbeddingSpace) -> EmbeddingSpace:
     """``space`` when its model is named and its dimension is one every backend can hold."""
     if not isinstance(space.model, str) or not 0 < len(space.model) <= MAX_MODEL_CHARS:
         raise _bad(
@@ -172,10 +176,15 @@ def check_space(space: VectorSpace) -> VectorSpace:
             f"An embedding space's dimension must be a whole number from 1 to {MAX_DIM}.",
             "Use the dimension the embedder reports for its model.",
         )
+    if space.pooling not in POOLINGS:
+        raise _bad(
+            "An embedding space's pooling must be one of: " + ", ".join(POOLINGS) + ".",
+            "Use the space the embedder reports (Embeddings.space).",
+        )
     return space
 
 
-def check_vector(space: VectorSpace, vector: Sequence[float]) -> list[float]:
+def check_vector(space: EmbeddingSpace, vector: Sequence[float]) -> list[float]:
     """``vector`` as a list of floats when it fits ``space``: its dimension, finite, not all zero."""
     try:
         values = [float(v) for v in vector]
@@ -198,7 +207,7 @@ def check_vector(space: VectorSpace, vector: Sequence[float]) -> list[float]:
 
 
 def check_records(
-    space: VectorSpace, records: Sequence[VectorRecord], *, video_id: str | None = None
+    space: EmbeddingSpace, records: Sequence[VectorRecord], *, video_id: str | None = None
 ) -> list[tuple[WindowRef, list[float]]]:
     """The records as (window, vector) pairs, one per window id (the last wins), in first-seen
     order; ``bad-request`` for any record no backend could hold, before anything is written."""

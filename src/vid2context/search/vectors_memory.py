@@ -9,10 +9,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ..models import EmbeddingSpace
 from .vectors import (
+    SpaceCount,
     VectorHit,
     VectorRecord,
-    VectorSpace,
     check_records,
     check_space,
     check_top_k,
@@ -34,25 +35,42 @@ class MemoryVectorIndex:
     id = "memory"
 
     def __init__(self) -> None:
-        self._spaces: dict[VectorSpace, dict[str, tuple[WindowRef, tuple[float, ...]]]] = {}
+        self._spaces: dict[EmbeddingSpace, dict[str, tuple[WindowRef, tuple[float, ...]]]] = {}
+        self._indexed: dict[EmbeddingSpace, set[str]] = {}
 
-    async def upsert(self, space: VectorSpace, records: Sequence[VectorRecord]) -> None:
+    async def upsert(self, space: EmbeddingSpace, records: Sequence[VectorRecord]) -> None:
         checked = check_records(space, records)
         held = self._spaces.setdefault(space, {}) if checked else self._spaces.get(space, {})
         for window, vector in checked:
             held[window.id] = (window, _unit(vector))
+        if checked:
+            self._indexed.setdefault(space, set()).update(window.video_id for window, _ in checked)
 
-    async def replace_video(self, space: VectorSpace, video_id: str, records: Sequence[VectorRecord]) -> None:
+    async def replace_video(
+        self, space: EmbeddingSpace, video_id: str, records: Sequence[VectorRecord]
+    ) -> None:
         checked = check_records(space, records, video_id=video_id)
         await self.upsert(space, [VectorRecord(window, vector) for window, vector in checked])
         keep = {window.id for window, _ in checked}
         held = self._spaces.get(space, {})
         for window_id in [i for i, (w, _) in held.items() if w.video_id == video_id and i not in keep]:
             del held[window_id]
+        self._spaces.setdefault(space, held)
+        self._indexed.setdefault(space, set()).add(video_id)
+
+    async def spaces(self) -> list[SpaceCount]:
+        counts = [
+            SpaceCount(space, len(self._indexed.get(space, ())), len(held))
+            for space, held in self._spaces.items()
+        ]
+        return sorted(counts, key=lambda c: -c.videos)
+
+    async def indexed(self, space: EmbeddingSpace, video_ids: Sequence[str]) -> set[str]:
+        return self._indexed.get(space, set()) & set(video_ids)
 
     async def query(
         self,
-        space: VectorSpace,
+        space: EmbeddingSpace,
         vector: Sequence[float],
         *,
         top_k: int = 10,
@@ -72,7 +90,7 @@ class MemoryVectorIndex:
         scored.sort(key=lambda item: (item[0], item[1]))
         return [hit(window, -negated) for negated, _, window in scored[:top_k]]
 
-    async def window_ids(self, space: VectorSpace, video_id: str) -> list[str]:
+    async def window_ids(self, space: EmbeddingSpace, video_id: str) -> list[str]:
         held = self._spaces.get(space, {})
         return sorted(i for i, (window, _) in held.items() if window.video_id == video_id)
 
@@ -83,7 +101,10 @@ class MemoryVectorIndex:
             for window_id in doomed:
                 del held[window_id]
             removed += len(doomed)
+        for videos in self._indexed.values():
+            videos.discard(video_id)
         return removed
 
     async def close(self) -> None:
         self._spaces.clear()
+        self._indexed.clear()

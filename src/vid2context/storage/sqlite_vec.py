@@ -1,6 +1,6 @@
 """``VectorIndex`` on sqlite-vec, in the library's own SQLite file. Local only (``sqlite3``, threads).
 
-- One ``vec0`` table per embedding space, ``vec_windows_<tag>`` (``VectorSpace.tag``), made at the
+- One ``vec0`` table per embedding space, ``vec_windows_<tag>`` (``EmbeddingSpace.tag``), made at the
   space's first write: ``embedding float[dim] distance_metric=cosine`` and ``video_id`` as a
   metadata column. A query within a few videos scores only their windows (``SCAN_LIMIT``); within
   many, the KNN scan filters by ``video_id``. Vectors of two models never share a table. D1 cannot load sqlite-vec, so these tables are made here, not in
@@ -31,11 +31,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from types import ModuleType
 
+from ..models import EmbeddingSpace
 from ..search.vectors import (
     MAX_BATCH,
+    SpaceCount,
     VectorHit,
     VectorRecord,
-    VectorSpace,
     check_records,
     check_space,
     check_top_k,
@@ -77,7 +78,7 @@ def open_vector_index(path: str | os.PathLike[str], *, readers: int = 2) -> SQLi
     return SQLiteVectorIndex(SQLiteDatabase(path, readers=readers, driver=driver))
 
 
-def vec_table(space: VectorSpace) -> str:
+def vec_table(space: EmbeddingSpace) -> str:
     """The ``vec0`` table of ``space`` (its tag is ``[a-z2-7]`` only, so it needs no quoting)."""
     return f"vec_windows_{space.tag}"
 
@@ -134,32 +135,45 @@ class SQLiteVectorIndex:
 
     # --- writes ---------------------------------------------------------------------------------
 
-    async def upsert(self, space: VectorSpace, records: Sequence[VectorRecord]) -> None:
+    async def upsert(self, space: EmbeddingSpace, records: Sequence[VectorRecord]) -> None:
         checked = check_records(space, records)
-        if checked:
-            await self.database.write(lambda conn: self._write(conn, space, checked))
+        if not checked:
+            return
+        videos = vector_rows.json_ids(list(dict.fromkeys(window.video_id for window, _ in checked)))
 
-    async def replace_video(self, space: VectorSpace, video_id: str, records: Sequence[VectorRecord]) -> None:
+        def work(conn: sqlite3.Connection) -> None:
+            self._write(conn, space, checked)
+            conn.execute(vector_rows.SQL_LEDGER_VIDEOS, (_now(), space.key, videos))
+
+        await self.database.write(work)
+
+    async def replace_video(
+        self, space: EmbeddingSpace, video_id: str, records: Sequence[VectorRecord]
+    ) -> None:
         checked = check_records(space, records, video_id=video_id)
         keep = {window.id for window, _ in checked}
 
         def work(conn: sqlite3.Connection) -> None:
             if checked:
                 self._write(conn, space, checked)
-            if not self._exists(conn, space):
-                return
-            rows = conn.execute(vector_rows.SQL_ROWS_OF_VIDEO, (video_id,)).fetchall()
-            stale = [row for row in rows if row["space"] == space.key and row["window_id"] not in keep]
-            conn.executemany(f"DELETE FROM {vec_table(space)} WHERE rowid = ?", [(r["id"],) for r in stale])
-            conn.executemany("DELETE FROM vector_windows WHERE id = ?", [(r["id"],) for r in stale])
+            else:
+                conn.execute(vector_rows.SQL_INSERT_SPACE, (*vector_rows.space_params(space), _now()))
+            if self._exists(conn, space):
+                rows = conn.execute(vector_rows.SQL_ROWS_OF_VIDEO, (video_id,)).fetchall()
+                stale = [row for row in rows if row["space"] == space.key and row["window_id"] not in keep]
+                conn.executemany(
+                    f"DELETE FROM {vec_table(space)} WHERE rowid = ?", [(r["id"],) for r in stale]
+                )
+                conn.executemany("DELETE FROM vector_windows WHERE id = ?", [(r["id"],) for r in stale])
+            conn.execute(vector_rows.SQL_LEDGER_VIDEO, (space.key, video_id, space.key, video_id, _now()))
 
         await self.database.write(work)
 
     def _write(
-        self, conn: sqlite3.Connection, space: VectorSpace, checked: list[tuple[WindowRef, list[float]]]
+        self, conn: sqlite3.Connection, space: EmbeddingSpace, checked: list[tuple[WindowRef, list[float]]]
     ) -> None:
         table = vec_table(space)
-        conn.execute(vector_rows.SQL_INSERT_SPACE, (space.key, space.tag, space.model, space.dim, _now()))
+        conn.execute(vector_rows.SQL_INSERT_SPACE, (*vector_rows.space_params(space), _now()))
         conn.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0("
             f"embedding float[{space.dim}] distance_metric=cosine, video_id text)"
@@ -185,6 +199,7 @@ class SQLiteVectorIndex:
             for table, rowids in by_table.items():
                 conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", rowids)
             conn.execute(vector_rows.SQL_DELETE_VIDEO, (video_id,))
+            conn.execute(vector_rows.SQL_DELETE_LEDGER, (video_id,))
             return len(rows)
 
         return await self.database.write(work)
@@ -193,7 +208,7 @@ class SQLiteVectorIndex:
 
     async def query(
         self,
-        space: VectorSpace,
+        space: EmbeddingSpace,
         vector: Sequence[float],
         *,
         top_k: int = 10,
@@ -225,14 +240,31 @@ class SQLiteVectorIndex:
 
         return await self.database.read(work)
 
-    async def window_ids(self, space: VectorSpace, video_id: str) -> list[str]:
+    async def window_ids(self, space: EmbeddingSpace, video_id: str) -> list[str]:
         def work(conn: sqlite3.Connection) -> list[str]:
             return [row[0] for row in conn.execute(vector_rows.SQL_WINDOW_IDS, (space.key, video_id))]
 
         return await self.database.read(work)
 
+    async def spaces(self) -> list[SpaceCount]:
+        def work(conn: sqlite3.Connection) -> list[SpaceCount]:
+            rows = conn.execute(vector_rows.SQL_SPACES).fetchall()
+            return [
+                SpaceCount(vector_rows.space_from_row(r), int(r["videos"]), int(r["windows"])) for r in rows
+            ]
+
+        return await self.database.read(work)
+
+    async def indexed(self, space: EmbeddingSpace, video_ids: Sequence[str]) -> set[str]:
+        ids = vector_rows.json_ids(list(dict.fromkeys(video_ids)))
+
+        def work(conn: sqlite3.Connection) -> set[str]:
+            return {row[0] for row in conn.execute(vector_rows.SQL_INDEXED, (space.key, ids))}
+
+        return await self.database.read(work)
+
     @staticmethod
-    def _exists(conn: sqlite3.Connection, space: VectorSpace) -> bool:
+    def _exists(conn: sqlite3.Connection, space: EmbeddingSpace) -> bool:
         found = conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (vec_table(space),)
         )

@@ -1,4 +1,5 @@
-"""The SQL of ``vector_spaces`` and ``vector_windows`` (``migrations/0004_vector_windows.sql``), which
+"""The SQL of ``vector_spaces``, ``vector_windows`` and ``vector_videos`` (``migrations/0004`` and
+``0005``), which
 the SQLite vector index and the Vectorize index's record in D1 both run, with its row mapping.
 
 Portable (no I/O). Positional ``?`` parameters only, and rows go in as one JSON parameter read with
@@ -12,11 +13,17 @@ from typing import Any
 
 import msgspec
 
+from ..models import EmbeddingSpace
 from ..search.windows import WindowRef
 
 __all__ = [
+    "SQL_DELETE_LEDGER",
     "SQL_DELETE_VIDEO",
     "SQL_DELETE_WINDOWS",
+    "SQL_INDEXED",
+    "SQL_LEDGER_VIDEO",
+    "SQL_LEDGER_VIDEOS",
+    "SQL_SPACES",
     "SQL_INSERT_SPACE",
     "SQL_ROWS_OF_VIDEO",
     "SQL_UPSERT_WINDOWS",
@@ -24,6 +31,8 @@ __all__ = [
     "SQL_WINDOW_IDS",
     "json_ids",
     "json_rows",
+    "space_from_row",
+    "space_params",
     "window_from_row",
     "window_row",
 ]
@@ -34,10 +43,39 @@ _COLUMNS = (
 )  # fmt: skip
 
 SQL_INSERT_SPACE = (
-    "INSERT INTO vector_spaces (key, tag, model, dim, created_at) VALUES (?, ?, ?, ?, ?) "
+    "INSERT INTO vector_spaces (key, tag, model, dim, pooling, created_at) VALUES (?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (key) DO NOTHING"
 )
-"""Parameters: the space's key, tag, model, dim and the time of its first write."""
+"""Parameters: ``space_params(space)`` and the time of its first write."""
+
+SQL_SPACES = (
+    "SELECT s.model, s.dim, s.pooling, COUNT(v.video_id) AS videos, COALESCE(SUM(v.windows), 0) AS windows "
+    "FROM vector_spaces AS s LEFT JOIN vector_videos AS v ON v.space = s.key WHERE s.pooling <> '' "
+    "GROUP BY s.key ORDER BY videos DESC, s.created_at, s.key"
+)
+"""Every space that can be searched (spaces from before poolings were recorded cannot), with the
+videos and windows its ledger holds, most videos first."""
+
+SQL_LEDGER_VIDEO = (
+    "INSERT INTO vector_videos (space, video_id, windows, indexed_at) "
+    "VALUES (?, ?, (SELECT COUNT(*) FROM vector_windows WHERE space = ? AND video_id = ?), ?) "
+    "ON CONFLICT (space, video_id) DO UPDATE SET windows = excluded.windows, indexed_at = excluded.indexed_at"
+)
+"""Parameters: the space's key, the video id, the key and id again, the time. After a video's
+windows were replaced: its row, with 0 windows when it has none."""
+
+SQL_LEDGER_VIDEOS = (
+    "INSERT INTO vector_videos (space, video_id, windows, indexed_at) "
+    "SELECT space, video_id, COUNT(*), ? FROM vector_windows "
+    "WHERE space = ? AND video_id IN (SELECT value FROM json_each(?)) GROUP BY video_id "
+    "ON CONFLICT (space, video_id) DO UPDATE SET windows = excluded.windows, indexed_at = excluded.indexed_at"
+)
+"""Parameters: the time, the space's key, the video ids as JSON. After windows were upserted."""
+
+SQL_INDEXED = (
+    "SELECT video_id FROM vector_videos WHERE space = ? AND video_id IN (SELECT value FROM json_each(?))"
+)
+SQL_DELETE_LEDGER = "DELETE FROM vector_videos WHERE video_id = ?"
 
 SQL_UPSERT_WINDOWS = (
     f"INSERT INTO vector_windows (space, {', '.join(_COLUMNS)}) SELECT ?, "
@@ -101,3 +139,13 @@ def window_from_row(row: Mapping[str, Any]) -> WindowRef:
         chapter_index=optional_int(row["chapter_index"]),
         chapter_title=row["chapter_title"],
     )
+
+
+def space_params(space: EmbeddingSpace) -> tuple[str, str, str, int, str]:
+    """The first parameters of ``SQL_INSERT_SPACE``: key, tag, model, dim, pooling."""
+    return (space.key, space.tag, space.model, space.dim, space.pooling)
+
+
+def space_from_row(row: Mapping[str, Any]) -> EmbeddingSpace:
+    """The space of a ``SQL_SPACES`` row."""
+    return EmbeddingSpace(model=row["model"], dim=int(row["dim"]), pooling=row["pooling"])

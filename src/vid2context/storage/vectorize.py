@@ -7,7 +7,7 @@ given and nothing else of ``env``. How the protocol maps onto Vectorize:
   (``wrangler vectorize create NAME --dimensions=384 --metric=cosine``): a space of another
   dimension is refused with ``no-provider`` and a hint naming the command.
 - **Spaces are namespaces and id prefixes.** Each space writes into the namespace ``<tag>``
-  (``VectorSpace.tag``), so a query searches one model's vectors only. Vectorize ids are unique in
+  (``EmbeddingSpace.tag``), so a query searches one model's vectors only. Vectorize ids are unique in
   the whole index, not per namespace, so each id is ``<tag>:<window id>``: 8 + at most 56 bytes,
   within the 64 allowed.
 - **Filtering by video** uses the metadata property ``videoId``, which needs a metadata index
@@ -39,12 +39,13 @@ from typing import Any
 import msgspec
 
 from ..errors import ErrorCode, VidError
+from ..models import EmbeddingSpace
 from ..search.vectors import (
     MAX_BATCH,
     MAX_TOP_K,
+    SpaceCount,
     VectorHit,
     VectorRecord,
-    VectorSpace,
     check_records,
     check_space,
     check_top_k,
@@ -71,7 +72,7 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _metadata(window: WindowRef, space: VectorSpace) -> dict[str, Any]:
+def _metadata(window: WindowRef, space: EmbeddingSpace) -> dict[str, Any]:
     """The vector's metadata: no ``None`` values (they would cross into JavaScript as undefined)."""
     fields: dict[str, Any] = {
         VIDEO_PROPERTY: video_key(window.video_id),
@@ -121,13 +122,19 @@ class VectorizeIndex:
 
     # --- writes ---------------------------------------------------------------------------------
 
-    async def upsert(self, space: VectorSpace, records: Sequence[VectorRecord]) -> None:
+    async def upsert(self, space: EmbeddingSpace, records: Sequence[VectorRecord]) -> None:
         checked = check_records(space, records)
         if checked:
             await self._require(space)
             await self._write(space, checked)
+            videos = vector_rows.json_ids(list(dict.fromkeys(window.video_id for window, _ in checked)))
+            await self._d1.batch(
+                [self._d1.statement(vector_rows.SQL_LEDGER_VIDEOS, (_now(), space.key, videos))]
+            )
 
-    async def replace_video(self, space: VectorSpace, video_id: str, records: Sequence[VectorRecord]) -> None:
+    async def replace_video(
+        self, space: EmbeddingSpace, video_id: str, records: Sequence[VectorRecord]
+    ) -> None:
         checked = check_records(space, records, video_id=video_id)
         await self._require(space)
         keep = {window.id for window, _ in checked}
@@ -137,20 +144,24 @@ class VectorizeIndex:
         stale = [window_id for window_id in old if window_id not in keep]
         if stale:
             await self._delete_vectors([f"{space.tag}:{window_id}" for window_id in stale])
-            d1 = self._d1
-            chunks = _json_chunks(_encode(window_id) for window_id in stale)
-            await d1.batch(
-                [d1.statement(vector_rows.SQL_DELETE_WINDOWS, (space.key, chunk)) for chunk in chunks]
-            )
+        d1 = self._d1
+        chunks = _json_chunks(_encode(window_id) for window_id in stale) if stale else []
+        await d1.batch(
+            [
+                d1.statement(vector_rows.SQL_INSERT_SPACE, (*vector_rows.space_params(space), _now())),
+                *(d1.statement(vector_rows.SQL_DELETE_WINDOWS, (space.key, chunk)) for chunk in chunks),
+                d1.statement(
+                    vector_rows.SQL_LEDGER_VIDEO, (space.key, video_id, space.key, video_id, _now())
+                ),
+            ]
+        )
 
-    async def _write(self, space: VectorSpace, checked: list[tuple[WindowRef, list[float]]]) -> None:
+    async def _write(self, space: EmbeddingSpace, checked: list[tuple[WindowRef, list[float]]]) -> None:
         d1 = self._d1
         rows = (_encode(vector_rows.window_row(window)) for window, _ in checked)
         await d1.batch(
             [
-                d1.statement(
-                    vector_rows.SQL_INSERT_SPACE, (space.key, space.tag, space.model, space.dim, _now())
-                ),
+                d1.statement(vector_rows.SQL_INSERT_SPACE, (*vector_rows.space_params(space), _now())),
                 *(
                     d1.statement(vector_rows.SQL_UPSERT_WINDOWS, (space.key, chunk))
                     for chunk in _json_chunks(rows)
@@ -172,9 +183,15 @@ class VectorizeIndex:
     async def delete_video(self, video_id: str) -> int:
         rows = await self._d1.all(vector_rows.SQL_ROWS_OF_VIDEO, (video_id,))
         if not rows:
+            await self._d1.batch([self._d1.statement(vector_rows.SQL_DELETE_LEDGER, (video_id,))])
             return 0
         await self._delete_vectors([f"{row['tag']}:{row['window_id']}" for row in rows])
-        await self._d1.batch([self._d1.statement(vector_rows.SQL_DELETE_VIDEO, (video_id,))])
+        await self._d1.batch(
+            [
+                self._d1.statement(vector_rows.SQL_DELETE_VIDEO, (video_id,)),
+                self._d1.statement(vector_rows.SQL_DELETE_LEDGER, (video_id,)),
+            ]
+        )
         return len(rows)
 
     async def _delete_vectors(self, ids: list[str]) -> None:
@@ -185,7 +202,7 @@ class VectorizeIndex:
 
     async def query(
         self,
-        space: VectorSpace,
+        space: EmbeddingSpace,
         vector: Sequence[float],
         *,
         top_k: int = 10,
@@ -228,11 +245,23 @@ class VectorizeIndex:
             hits.append(hit(window, score))
         return hits[:top_k]
 
-    async def window_ids(self, space: VectorSpace, video_id: str) -> list[str]:
+    async def window_ids(self, space: EmbeddingSpace, video_id: str) -> list[str]:
         rows = await self._d1.all(vector_rows.SQL_WINDOW_IDS, (space.key, video_id))
         return [row["window_id"] for row in rows]
 
-    async def _require(self, space: VectorSpace) -> None:
+    async def spaces(self) -> list[SpaceCount]:
+        rows = await self._d1.all(vector_rows.SQL_SPACES, ())
+        return [SpaceCount(vector_rows.space_from_row(r), int(r["videos"]), int(r["windows"])) for r in rows]
+
+    async def indexed(self, space: EmbeddingSpace, video_ids: Sequence[str]) -> set[str]:
+        ids = list(dict.fromkeys(video_ids))
+        found: set[str] = set()
+        for chunk in _json_chunks(_encode(video_id) for video_id in ids):
+            rows = await self._d1.all(vector_rows.SQL_INDEXED, (space.key, chunk))
+            found.update(row["video_id"] for row in rows)
+        return found
+
+    async def _require(self, space: EmbeddingSpace) -> None:
         """``no-provider`` unless the index holds vectors of ``space.dim`` dimensions."""
         if self._dimensions is None:
             info = _py(await self._index.describe()) or {}
