@@ -7,7 +7,8 @@ Kinds (``KINDS``):
   KV, blobs in files, the sqlite-vec index in the same file) under the test's ``tmp_path``.
 - ``worker``: ``build_worker_runtime(env)``, ``env`` being Miniflare's real D1, KV and R2
   (``miniflare_harness.py``) with the settings as the Worker's vars, the D1 schema applied as
-  ``wrangler d1 migrations apply`` does, a Vectorize stand-in as ``VECTORS`` (384 dimensions) and
+  ``wrangler d1 migrations apply`` does, a Vectorize stand-in as ``VECTORS`` (384 dimensions, with
+  its ``videoId`` metadata index) and
   the ``AI`` binding when the test gives one.
 
 Fixtures (registered in ``conftest.py``):
@@ -44,6 +45,7 @@ import pytest
 from vid2context.runtime import Runtime, build_runtime, build_worker_runtime
 from vid2context.settings import load_settings
 from vid2context.storage.memory import MemoryKv
+from vid2context.storage.vectorize import VIDEO_PROPERTY
 
 from .cloudflare_bindings import CloudflareEnv, WorkersAi
 from .miniflare_harness import MiniflareHarness, apply_migrations
@@ -130,9 +132,9 @@ class Runtimes:
         if self._miniflare is None:
             self._miniflare = self._request.getfixturevalue("miniflare")
             self._miniflare.reset()  # one empty deployment per test; its runtimes share it
-        env = self._miniflare.new_env(
-            vars=environ, ai=ai, vectors=VectorizeStandin(dimensions=VECTOR_DIMENSIONS)
-        )
+        vectors = VectorizeStandin(dimensions=VECTOR_DIMENSIONS)
+        vectors.create_metadata_index(VIDEO_PROPERTY, "string")  # as the deploy guide makes it
+        env = self._miniflare.new_env(vars=environ, ai=ai, vectors=vectors)
         await apply_migrations(env.DB)
         runtime = build_worker_runtime(env)
         self._envs[id(runtime)] = env

@@ -293,6 +293,17 @@ async def test_missing_video_is_none(storage: Storage) -> None:
     assert await storage.list_videos() == (await storage.list_videos(limit=5))
 
 
+async def test_count_videos_counts_saved_videos(storage: Storage) -> None:
+    assert await storage.count_videos() == 0
+    first, second = make_context(1, ["one"]), make_context(2, ["two"])
+    await storage.put_context(first)
+    await storage.put_context(second)
+    await storage.put_context(first)  # replacing is not another video
+    assert await storage.count_videos() == 2
+    await storage.delete_context(first.id)
+    assert await storage.count_videos() == 1
+
+
 async def test_rich_context_round_trips_exactly(storage: Storage) -> None:
     context = rich_context()
     await storage.put_context(context)

@@ -69,6 +69,18 @@ def _parser() -> argparse.ArgumentParser:
     get.add_argument("--no-header", action="store_true", help="omit the header in text output")
     get.add_argument("-q", "--quiet", action="store_true", help="print nothing on stderr but errors")
 
+    index = commands.add_parser(
+        "index",
+        help="embed saved videos for search (a library saved before embeddings were set up)",
+        description=(
+            "Embed the transcript windows of every saved video not indexed yet in the library's "
+            "embedding space, a video at a time, with progress on stderr and a JSON summary on "
+            "stdout. Safe to stop and run again: indexed videos are skipped."
+        ),
+    )
+    index.add_argument("--video", action="append", metavar="ID", help="only this saved video (repeatable)")
+    index.add_argument("-q", "--quiet", action="store_true", help="print nothing on stderr but errors")
+
     commands.add_parser("formats", help="list the output formats")
     commands.add_parser("settings", help="list the environment variables vid2context reads")
     commands.add_parser(
@@ -97,6 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "get":
             return asyncio.run(_get(args, sys.stdout, sys.stderr))
+        if args.command == "index":
+            return asyncio.run(_index(args, sys.stdout, sys.stderr))
         if args.command == "formats":
             return _formats(sys.stdout)
         if args.command == "settings":
@@ -139,6 +153,35 @@ async def _get(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(_render(context, args, formatter.id))
         out.flush()
         return 0
+    except VidError as error:
+        _print_error(error, err)
+        return 1
+    finally:
+        await runtime.aclose()
+
+
+async def _index(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import msgspec
+
+    from .library import normalize_video_id
+    from .search.indexing import index_library
+
+    runtime = build_local_runtime()
+    try:
+
+        def progress(event: dict) -> None:
+            if not args.quiet:
+                print(f"vid2context: {event.get('message', '')}", file=err)
+
+        def item(event: dict) -> None:
+            if event.get("outcome") == "error":
+                error = event.get("error") or {}
+                print(f"vid2context: {event['id']}: {error.get('code')}: {error.get('message')}", file=err)
+
+        ids = [normalize_video_id(v) for v in args.video] if args.video else None
+        summary = await index_library(runtime, video_ids=ids, on_item=item, on_progress=progress)
+        out.write(msgspec.json.encode(summary).decode() + "\n")
+        return 1 if summary.failed and not summary.indexed and not summary.skipped else 0
     except VidError as error:
         _print_error(error, err)
         return 1

@@ -1,4 +1,4 @@
-"""The built-in job kinds: ``context``, ``items``, ``bundle``, ``ingest`` and ``refresh``.
+"""The built-in job kinds: ``context``, ``items``, ``bundle``, ``ingest``, ``refresh`` and ``index``.
 
 Each kind checks its input and options before anything is queued (a bad request never becomes a
 failed job), then runs on the same core functions the REST routes and MCP tools call (``items`` and
@@ -16,6 +16,9 @@ failed job), then runs on the same core functions the REST routes and MCP tools 
              library.add_to_collection; result {collection, summary}
     refresh  input: a collection id                  options: limit, concurrency
              library.refresh_collection; result {collection, summary}
+    index    input: "library", or an array of saved    options: none
+             video ids; embeds the windows of each video not indexed yet in the library's
+             embedding space (search/indexing.py); result IndexSummary
 
 One video that cannot be read never fails a job: it is an ``item`` event with ``outcome: error``
 and a ``failed`` entry. Option names are the wire's (camelCase); unknown ones are refused.
@@ -37,6 +40,7 @@ from .inputs import is_list
 from .jobs import JobKind, JobRun
 from .models import Base, FailedInput, VideoContext, VideoSummary
 from .outline import text_costs
+from .search.indexing import IndexSummary, index_library
 from .storage.base import summarize
 
 if TYPE_CHECKING:
@@ -282,10 +286,42 @@ async def _run_refresh(run: JobRun) -> CollectionResult:
     return CollectionResult(collection=await library.get_collection(run.runtime, run.input), summary=summary)
 
 
+async def _check_index(runtime: Runtime, value: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    _only(options, (), "index")
+    if value in (None, "library"):
+        ids = None
+    elif (
+        isinstance(value, list)
+        and 1 <= len(value) <= MAX_VIDEOS
+        and all(isinstance(v, str) and v.strip() for v in value)
+    ):
+        ids = [library.normalize_video_id(v) for v in value]
+    else:
+        raise _bad(
+            'An index job\'s input is "library" or an array of saved video ids.',
+            f'Give "input": "library" for every saved video, or up to {MAX_VIDEOS} ids such as youtube:jNQXAC9IVRw.',
+        )
+    if runtime.vectors is None:
+        raise VidError(
+            ErrorCode.NO_PROVIDER,
+            "There is no vector index here, so nothing can be indexed.",
+            hint="Locally the index needs sqlite-vec (the local extra); on the Worker, bind a Vectorize "
+            "index as VECTORS.",
+        )
+    return ids, {}
+
+
+async def _run_index(run: JobRun) -> IndexSummary:
+    return await index_library(
+        run.runtime, ctx=run.ctx, video_ids=run.input, on_item=run.item, on_progress=run.progress_event
+    )
+
+
 BUILTIN_KINDS: dict[str, JobKind] = {
     "context": JobKind(_check_context, _run_context, "one video's context"),
     "items": JobKind(_check_items, _run_items, "every video of a playlist, channel or feed"),
     "bundle": JobKind(_check_bundle, _run_bundle, "a zip of several videos, kept in the blob store"),
     "ingest": JobKind(_check_ingest, _run_ingest, "add videos and lists to a collection"),
     "refresh": JobKind(_check_refresh, _run_refresh, "read a collection's sources for new videos"),
+    "index": JobKind(_check_index, _run_index, "embed saved videos not indexed yet, for search"),
 }

@@ -295,6 +295,9 @@ async def _build_context(
     )
     if ref.platform != "upload":
         await run_rung(attempts, runtime.storage.id, "save", lambda: runtime.storage.put_context(context))
+        from .search.indexing import index_saved  # it builds on this module (run_rung, the ladder)
+
+        await index_saved(runtime, context, ctx, attempts)  # never fails the save
     return context
 
 

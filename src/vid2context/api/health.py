@@ -13,6 +13,7 @@ from litestar import Request, get
 from .. import __version__
 from ..formats import FORMATTERS
 from ..runtime import Runtime
+from ..search.indexing import IndexFailure, VectorStatus, coverage, last_failure
 from .catalog import EmbeddingInfo, embedding_info
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "HealthProvider",
     "HealthResponse",
     "HealthRung",
+    "HealthSearch",
     "embed_providers",
     "health",
     "stt_providers",
@@ -54,6 +56,13 @@ class HealthProvider(msgspec.Struct, rename="camel", kw_only=True, omit_defaults
     """Speech-to-text and embedding entries only: their rungs in ladder order."""
 
 
+class HealthSearch(VectorStatus, kw_only=True):
+    """Search over the whole library: the vector side's state, with the last embedding failure."""
+
+    last_failure: IndexFailure | None = None
+    """The last video whose windows could not be embedded (at save or in a backfill), if any."""
+
+
 class HealthResponse(msgspec.Struct, rename="camel", kw_only=True):
     ok: bool
     name: str
@@ -62,10 +71,21 @@ class HealthResponse(msgspec.Struct, rename="camel", kw_only=True):
     storage: str
     formats: list[HealthFormat]
     providers: list[HealthProvider]
+    search: HealthSearch | None = None
+    """Keyword search always works; this says whether the vector side does, and over how much."""
 
 
-@get("/api/v1/health", sync_to_thread=False)
-def health(request: Request) -> HealthResponse:
+async def _search(runtime: Runtime) -> HealthSearch | None:
+    try:
+        status = await coverage(runtime)
+    except Exception:  # health answers even when the index cannot be read
+        return None
+    fields = {name: getattr(status, name) for name in status.__struct_fields__}
+    return HealthSearch(**fields, last_failure=await last_failure(runtime))
+
+
+@get("/api/v1/health")
+async def health(request: Request) -> HealthResponse:
     runtime: Runtime = request.app.state.runtime
     return HealthResponse(
         ok=True,
@@ -82,6 +102,7 @@ def health(request: Request) -> HealthResponse:
             *stt_providers(runtime),
             *embed_providers(runtime),
         ],
+        search=await _search(runtime),
     )
 
 

@@ -63,6 +63,10 @@ class Storage(Protocol):
         left out."""
         ...
 
+    async def count_videos(self) -> int:
+        """How many videos are saved (what search compares the vector index's count with)."""
+        ...
+
     async def search(
         self, query: str, *, video_ids: list[str] | None = None, limit: int = 10
     ) -> list[SearchHit]:

@@ -298,6 +298,10 @@ class CloudflareStorage:
         found = {row["id"]: _summary(row) for row in rows}
         return [found[video_id] for video_id in wanted if video_id in found]
 
+    async def count_videos(self) -> int:
+        row = await self._d1.first(common.SQL_COUNT_VIDEOS)
+        return int(row["n"]) if row else 0
+
     async def search(
         self, query: str, *, video_ids: list[str] | None = None, limit: int = 10
     ) -> list[SearchHit]:

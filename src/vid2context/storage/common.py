@@ -29,6 +29,7 @@ __all__ = [
     "SQL_DELETE_SEGMENTS_STEM",
     "SQL_COLLECTIONS_NAMED",
     "SQL_COLLECTION_SELECT",
+    "SQL_COUNT_VIDEOS",
     "SQL_DELETE_VIDEO",
     "SQL_GET_CONTEXT",
     "SQL_INSERT_SEGMENT",
@@ -174,6 +175,8 @@ SQL_SUMMARIES = (
     f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM videos WHERE id IN (SELECT value FROM json_each(?))"
 )
 """Parameter: the ids as a JSON list (one parameter however many ids); order the rows in code."""
+
+SQL_COUNT_VIDEOS = "SELECT COUNT(*) AS n FROM videos"
 
 
 def json_list(values: list[str]) -> str:

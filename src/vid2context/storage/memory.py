@@ -140,6 +140,9 @@ class MemoryStorage:
         found = (self._videos.get(video_id) for video_id in dict.fromkeys(video_ids))
         return [msgspec.structs.replace(video.summary) for video in found if video is not None]
 
+    async def count_videos(self) -> int:
+        return len(self._videos)
+
     async def search(
         self, query: str, *, video_ids: list[str] | None = None, limit: int = 10
     ) -> list[SearchHit]:

@@ -294,6 +294,9 @@ class SQLiteStorage:
         found = await self.database.read(work) if wanted else {}
         return [found[video_id] for video_id in wanted if video_id in found]
 
+    async def count_videos(self) -> int:
+        return await self.database.read(lambda conn: conn.execute(common.SQL_COUNT_VIDEOS).fetchone()[0])
+
     async def search(
         self, query: str, *, video_ids: list[str] | None = None, limit: int = 10
     ) -> list[SearchHit]:
