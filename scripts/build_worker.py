@@ -35,6 +35,7 @@ LOCAL_ONLY = frozenset(
         "providers/audio_local",
         "providers/process",
         "search/embedders/fastembed_local",
+        "search/rerank_local",
         "storage/sqlite",
         "storage/sqlite_vec",
         "exports/obsidian",

@@ -43,6 +43,11 @@ __all__ = [
     "RefreshSummary",
     "Schedule",
     "SearchHit",
+    "SearchMeta",
+    "SearchRanks",
+    "SearchResult",
+    "SearchResultHit",
+    "SearchTimings",
     "Segment",
     "Stage",
     "Thumbnail",
@@ -76,10 +81,10 @@ Timing = Literal["word", "caption", "segment-approx"]
 """How precise the timestamps are: per word, per caption cue, or approximate segment bounds."""
 
 Stage = Literal[
-    "input", "cache", "metadata", "captions", "audio", "stt", "items", "comments", "save", "embed"
+    "input", "cache", "metadata", "captions", "audio", "stt", "items", "comments", "save", "embed", "rerank"
 ]
 """``audio`` is fetching the sound for speech-to-text; ``stt`` one speech-to-text rung; ``embed`` one
-embedding rung."""
+embedding rung; ``rerank`` one reranking rung of a search."""
 
 AttemptOutcome = Literal["ok", "error", "skipped"]
 
@@ -278,6 +283,80 @@ class SearchHit(Base):
     highlights: list[tuple[int, int]] = []
     """``[start, end)`` character offsets in ``text`` of the words that matched (the stems'
     words for a stemmed hit), in order: what a snippet puts in **bold**."""
+
+
+class SearchRanks(Base, omit_defaults=True):
+    """Where a hit stood on each side that found it (1 is first), and after reranking."""
+
+    keyword: int | None = None
+    vector: int | None = None
+    rerank: int | None = None
+
+
+class SearchResultHit(SearchHit, kw_only=True):
+    """A hit of ``GET /api/v1/search``: a ``SearchHit`` narrowed to the segment that best matches
+    (its ``startSec``, ``endSec`` and ``text``), with where it is and how it was found.
+
+    ``score`` is the fused score (reciprocal rank fusion over the sides that found it), higher is
+    better within one answer. A hit the vector side found keeps its window's range in
+    ``windowStartSec``/``windowEndSec`` (about 250 words around the segment)."""
+
+    url: str | None = None
+    """Opens the video at ``startSec``."""
+    chapter_title: str | None = None
+    chapter_index: int | None = None
+    channel: str | None = None
+    snippet: str = ""
+    """The segment's text with the query's words in ``**bold**``."""
+    sources: list[Literal["keyword", "vector"]] = []
+    ranks: SearchRanks = msgspec.field(default_factory=SearchRanks)
+    rerank_score: float | None = None
+    window_start_sec: float | None = None
+    window_end_sec: float | None = None
+
+
+class SearchTimings(Base):
+    keyword_ms: int = 0
+    embed_ms: int = 0
+    vector_ms: int = 0
+    rerank_ms: int = 0
+    total_ms: int = 0
+
+
+class SearchMeta(Base):
+    """What a search did: which sides ran and why a side did not, with what, and how long."""
+
+    query: str
+    mode: Literal["hybrid", "keyword", "vector"]
+    sides: list[Literal["keyword", "vector"]] = []
+    """The sides that ran."""
+    keyword: Literal["ok", "off"] = "ok"
+    vector: Literal["ok", "partial", "disabled", "failed", "off"] = "off"
+    """``ok``: every video searched is indexed; ``partial``: some are not (they are found by
+    keyword only); ``disabled``: no embedding rung for the index's model; ``failed``: the query
+    could not be embedded or the index not read; ``off``: no vector index here, or not asked."""
+    vector_reason: str | None = None
+    vector_hint: str | None = None
+    embedding: EmbeddingSpace | None = None
+    """The space searched: the model, its dimension and pooling."""
+    embedder: str | None = None
+    index: str | None = None
+    rerank: Literal["ok", "off", "failed", "disabled"] = "off"
+    rerank_reason: str | None = None
+    reranker: str | None = None
+    fusion: str = "rrf"
+    fusion_k: int = 60
+    videos: int = 0
+    """Videos searched (after the filters)."""
+    indexed: int = 0
+    """Of those, how many the vector side holds."""
+    timings: SearchTimings = msgspec.field(default_factory=SearchTimings)
+    attempts: list[Attempt] = []
+
+
+class SearchResult(Base):
+    hits: list[SearchResultHit]
+    meta: SearchMeta
 
 
 class Schedule(Base):

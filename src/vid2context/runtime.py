@@ -32,6 +32,7 @@ from .refusals import Where
 from .search.embedders.base import Embedder, EmbedPlan
 from .search.embedders.rungs import hosted_embedders
 from .search.embedders.rungs import ordered as ordered_embedders
+from .search.rerankers import WorkersAIBindingReranker, WorkersAIReranker
 from .search.vectors import VectorIndex
 from .search.vectors_memory import MemoryVectorIndex
 from .settings import SETTINGS, Settings, load_settings
@@ -89,6 +90,8 @@ class Runtime:
     ``search.embedders.ladder.pick_embedder`` chooses from it."""
     embed_plan: EmbedPlan = field(default_factory=EmbedPlan)
     """How embedding rungs are fed: batch size and retries."""
+    rerank: list[Any] = field(default_factory=list)
+    """The reranking ladder in order (``search/rerankers.py``): search with ``rerank=1`` walks it."""
     keep_alive: KeepAlive | None = None
     """The platform's way to keep a background task alive past its request (``waitUntil`` on the
     Worker); ``None`` when the process outlives its requests anyway."""
@@ -165,6 +168,14 @@ def build_runtime(
         stt=ordered(hosted_rungs(settings, client)),
         stt_plan=stt_plan(settings),
         embed=ordered_embedders(hosted_embedders(settings, client)),
+        rerank=[
+            WorkersAIReranker(
+                client,
+                account_id=settings.cloudflare_account_id,
+                api_token=settings.cloudflare_api_token,
+                base_url=settings.cloudflare_base_url,
+            )
+        ],
     )
     runtime.sources.append(UploadProvider(runtime))
     return runtime
@@ -220,6 +231,10 @@ def _add_local_embed(runtime: Runtime) -> None:
         cache_dir=os.path.join(os.path.expanduser(settings.home), "models", "fastembed"),
     )
     runtime.embed = ordered_embedders([local, *runtime.embed])
+    from .search.rerank_local import LocalReranker
+
+    cache = os.path.join(os.path.expanduser(settings.home), "models", "fastembed")
+    runtime.rerank = [LocalReranker(model=settings.rerank_model, cache_dir=cache), *runtime.rerank]
 
 
 def _add_local_sources(runtime: Runtime, egress: Any) -> None:
@@ -301,6 +316,7 @@ def build_worker_runtime(env: Any) -> Runtime:
     runtime.stt = ordered([*hosted, binding])
     embedders = [rung for rung in runtime.embed if not isinstance(rung, WorkersAIEmbedder)]
     runtime.embed = ordered_embedders([WorkersAIBindingEmbedder(binding_ai), *embedders])
+    runtime.rerank = [WorkersAIBindingReranker(binding_ai)]  # in place of the REST rung, as above
     return runtime
 
 

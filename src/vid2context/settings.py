@@ -354,6 +354,15 @@ SETTINGS: tuple[Setting, ...] = (
         "an hour); 0 leaves it to `vid2context index` or an index job.",
     ),
     Setting(
+        "VID2CONTEXT_RERANK_MODEL",
+        "rerank_model",
+        "str",
+        None,
+        "Local reranking model for search with rerank=1: a fastembed cross-encoder name, downloaded "
+        "once into $VID2CONTEXT_HOME/models; unset: Xenova/ms-marco-MiniLM-L-6-v2 (BAAI/bge-reranker-base "
+        "is the model Workers AI serves).",
+    ),
+    Setting(
         "GROQ_API_KEY",
         "groq_api_key",
         "str",
@@ -436,6 +445,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     embed_model_id: str = "text-embedding-3-small"
     embed_dim: int | None = None
     embed_on_save: bool = True
+    rerank_model: str | None = None
     groq_api_key: str | None = None
     groq_base_url: str | None = None
     cloudflare_account_id: str | None = None

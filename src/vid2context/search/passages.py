@@ -1,0 +1,140 @@
+"""Where in a passage the query is: the segment a hit is narrowed to, and its snippet in bold.
+
+A keyword hit is one segment already. A vector hit is a window of about 250 words, found by
+meaning; it is narrowed to the segment of the window whose words are closest to the query's,
+scored without a model (the vector side has no finer vectors than the window's): a word of the
+query (very common words left out, ``STOPWORDS``) scores 3, a word sharing its English stem 2, a word that contains a query word of four
+letters or more, or is contained in one, 1 ("stand" in "kickstand"). The best segment wins, the
+earliest of equals; with no word in common at all the hit points at the window's start. Either
+way the hit keeps its window's range.
+
+The snippet is the segment's text with every word that scored put in ``**bold**``; asterisks of
+the text itself are escaped so that only ours mark words. A long segment (speech-to-text blocks)
+is cut to about ``SNIPPET_CHARS`` characters around its first match.
+
+Portable and pure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..models import Segment
+from ..storage.common import ParsedQuery, tokenize
+
+__all__ = ["SNIPPET_CHARS", "STOPWORDS", "QueryWords", "best_segment", "query_words", "snippet"]
+
+SNIPPET_CHARS = 320
+_WORD = re.compile(r"(?:[^\W_]|[\u0300-\u036f])+")
+STOPWORDS = frozenset(
+    (
+        "a an and are as at be but by can did do does for from had has have how i if in into is it its "
+        "me my no not of on or our so than that the their them then there these they this to too up "
+        "us was we were what when where which who why will with you your far much many very just"
+    ).split()
+)
+"""Words too common to point at a segment (they still count in the keyword side's ranking)."""
+_PORTER_SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ed", "es", "s", "ly", "er", "ers")
+
+
+def _stem(word: str) -> str:
+    """A light English stem for matching (not FTS5's porter: just the common suffixes)."""
+    for suffix in _PORTER_SUFFIXES:
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+@dataclass(frozen=True)
+class QueryWords:
+    words: frozenset[str]
+    stems: frozenset[str]
+    long: tuple[str, ...]
+    """Words of four letters or more, for containment."""
+    excluded: tuple[tuple[str, ...], ...]
+
+
+def query_words(parsed: ParsedQuery) -> QueryWords:
+    every = frozenset(token for phrase in parsed.required for token in phrase)
+    words = frozenset(every - STOPWORDS) or every  # a query of stopwords only still marks them
+    return QueryWords(
+        words=words,
+        stems=frozenset(_stem(w) for w in words),
+        long=tuple(sorted(w for w in words if len(w) >= 4)),
+        excluded=tuple(parsed.excluded),
+    )
+
+
+def _word_score(token: str, query: QueryWords) -> int:
+    if token in query.words:
+        return 3
+    if _stem(token) in query.stems:
+        return 2
+    if len(token) >= 4 and any(w in token or (len(token) >= 4 and token in w) for w in query.long):
+        return 1
+    return 0
+
+
+def score_text(text: str, query: QueryWords) -> int:
+    return sum(_word_score(token, query) for token in tokenize(text))
+
+
+def excluded(text: str, query: QueryWords) -> bool:
+    """Whether ``text`` holds an excluded word or phrase (by the same light stems)."""
+    if not query.excluded:
+        return False
+    tokens = tokenize(text)
+    stems = [_stem(t) for t in tokens]
+    for phrase in query.excluded:
+        wanted = [_stem(t) for t in phrase]
+        n = len(wanted)
+        if any(stems[i : i + n] == wanted for i in range(len(stems) - n + 1)):
+            return True
+    return False
+
+
+def best_segment(segments: Sequence[Segment], first: int, last: int, query: QueryWords) -> int:
+    """The index (``first`` to ``last``) of the segment that best matches ``query``."""
+    best, best_score = first, 0
+    for index in range(first, min(last, len(segments) - 1) + 1):
+        score = score_text(segments[index].text, query)
+        if score > best_score:
+            best, best_score = index, score
+    return best
+
+
+def snippet(text: str, query: QueryWords) -> str:
+    """``text`` with the words that match in ``**bold**``, cut around the first match when long."""
+    text = " ".join(text.split())
+    spans = [(m.start(), m.end()) for m in _WORD.finditer(text) if _word_score(_fold(m.group()), query) > 0]
+    start, end = 0, len(text)
+    if len(text) > SNIPPET_CHARS:
+        anchor = spans[0][0] if spans else 0
+        start = max(0, anchor - SNIPPET_CHARS // 3)
+        start = text.rfind(" ", 0, start) + 1 if start else 0
+        end = min(len(text), start + SNIPPET_CHARS)
+        cut = text.rfind(" ", start, end)
+        end = cut if end < len(text) and cut > start else end
+    out: list[str] = ["…" if start else ""]
+    position = start
+    for a, b in spans:
+        if a < start or b > end:
+            continue
+        out.append(_escape(text[position:a]))
+        out.append("**" + _escape(text[a:b]) + "**")
+        position = b
+    out.append(_escape(text[position:end]))
+    if end < len(text):
+        out.append("…")
+    return "".join(out)
+
+
+def _fold(word: str) -> str:
+    tokens = tokenize(word)
+    return tokens[0] if tokens else ""
+
+
+def _escape(text: str) -> str:
+    return text.replace("*", "\\*")
