@@ -113,6 +113,7 @@ async def test_input_fields_keep_their_descriptions_and_url_is_described_once_br
 
 
 BOUNDS = [
+    ("search_transcript", "limit", 1, 100),
     ("get_transcript", "maxTokens", MIN_BUDGET, MAX_BUDGET),
     ("export_context_pack", "maxTokens", 1, MAX_BUDGET),
     ("export_context_pack", "limit", 1, 100),
@@ -126,6 +127,7 @@ async def test_the_ranges_the_server_enforces_are_declared_and_enforced_at_their
 ) -> None:
     tools = await listed(client)
     args = {
+        "search_transcript": {"query": "speaker"},
         "get_transcript": {"url": LONG},
         "export_context_pack": {"urls": [LONG]},
         "list_items": {"url": f"https://www.youtube.com/playlist?list={PLAYLIST_ID}"},

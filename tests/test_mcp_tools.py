@@ -47,6 +47,7 @@ VIDEO = "GJLlxj_dtq8"  # recorded: manual English captions, ten chapters
 LONG = "LongVideo01"  # built here: two hours, chapters, speakers, empty and zero-length segments
 PLAIN = "PlainVideo1"  # built here: forty minutes, no chapters
 TOOLS = {
+    "search_transcript",
     "get_transcript",
     "get_metadata",
     "list_formats",

@@ -69,6 +69,24 @@ def _parser() -> argparse.ArgumentParser:
     get.add_argument("--no-header", action="store_true", help="omit the header in text output")
     get.add_argument("-q", "--quiet", action="store_true", help="print nothing on stderr but errors")
 
+    find = commands.add_parser(
+        "search",
+        help="search the saved videos by keyword and by meaning",
+        description=(
+            "Search the library (or a collection, or the given videos, read and saved first) and "
+            "print the hits, best first, each with its [m:ss-m:ss] and link; the status line goes "
+            'to stderr. "quoted phrases" stay together, -word excludes. --json prints exactly the '
+            "body of GET /api/v1/search."
+        ),
+    )
+    find.add_argument("query", help="the words to find")
+    find.add_argument("-m", "--mode", default="hybrid", help="hybrid (default), keyword or vector")
+    find.add_argument("-c", "--collection", help="a collection's id or name")
+    find.add_argument("-u", "--url", action="append", metavar="URL", help="search this video (repeatable)")
+    find.add_argument("-n", "--limit", type=int, default=10, help="how many hits, 1 to 100; default 10")
+    find.add_argument("--rerank", action="store_true", help="rerank the top 20 hits with a cross-encoder")
+    find.add_argument("--json", action="store_true", help="print the REST body (hits and meta) as JSON")
+
     index = commands.add_parser(
         "index",
         help="embed saved videos for search (a library saved before embeddings were set up)",
@@ -109,6 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "get":
             return asyncio.run(_get(args, sys.stdout, sys.stderr))
+        if args.command == "search":
+            return asyncio.run(_search(args, sys.stdout, sys.stderr))
         if args.command == "index":
             return asyncio.run(_index(args, sys.stdout, sys.stderr))
         if args.command == "formats":
@@ -152,6 +172,44 @@ async def _get(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             _print_summary(context, err)
         out.write(_render(context, args, formatter.id))
         out.flush()
+        return 0
+    except VidError as error:
+        _print_error(error, err)
+        return 1
+    finally:
+        await runtime.aclose()
+
+
+async def _search(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import msgspec
+
+    from .batch import read_videos
+    from .search.engine import SearchRequest, search
+
+    runtime = build_local_runtime()
+    try:
+        ctx = Ctx(timeout=runtime.settings.request_timeout_ms / 1000)
+        request = SearchRequest(
+            query=args.query, collection=args.collection, limit=args.limit, mode=args.mode, rerank=args.rerank
+        )
+        if args.url:
+            found = await read_videos(runtime, args.url, ctx=ctx)
+            for label, error in found.failed:
+                print(
+                    f"vid2context: could not read {label[:200]}: {error.code.value}: {error.message}",
+                    file=err,
+                )
+            found.raise_if_empty("Give video URLs or ids.")
+            request.video_ids = [context.id for context in found.contexts]
+        result = await search(runtime, request, ctx)
+        if args.json:
+            out.write(msgspec.json.encode(result).decode() + "\n")
+            return 0
+        from .search.render import render_hits, status_line
+
+        if result.hits:
+            out.write(render_hits(result) + "\n")
+        print(status_line(result), file=err)
         return 0
     except VidError as error:
         _print_error(error, err)

@@ -32,6 +32,7 @@ from .fences import fence
 from .results import error_payload, json_text
 from .toolkit import Deps
 from .tools.common import with_costs
+from .tools.search import SEARCH_COSTS
 from .tools.transcripts import STATED_COSTS
 
 __all__ = ["ContractPrompt", "prompt_error", "register"]
@@ -49,6 +50,9 @@ QuestionArg = Annotated[str | None, Field(description="The question the brief sh
 ProductArg = Annotated[str, Field(description="The product, e.g. 'Toyota Prius' or 'Sony A7 III'.")]
 
 READING = """How to read (plan from token counts; speech is about {per_hour} tokens per hour with its [m:ss] lines):
+0. Search before reading: search_transcript with the question's own words (and with the words a
+   speaker would use) finds the passages that matter across every video, each with its [m:ss-m:ss]
+   and link, for about {search_base} tokens plus {search_per_hit} a hit.
 1. Call get_outline for each video first: about {outline_base} tokens plus {outline_per_chapter} per chapter; it gives every chapter (or
    five-minute section) with its token count and a timestamp link.
 2. If all the transcripts fit comfortably in your context, read them whole (get_transcript, or
@@ -60,7 +64,7 @@ READING = """How to read (plan from token counts; speech is about {per_hour} tok
 
 Cite every claim as [Video title @ m:ss](timestamp link), with the links the tools return. Flag
 where sources agree (consensus), where they disagree, and claims only one source makes."""
-READING = with_costs(READING, STATED_COSTS)
+READING = with_costs(with_costs(READING, STATED_COSTS), SEARCH_COSTS)
 
 
 def _urls(text: str | None) -> list[str]:
