@@ -8,6 +8,12 @@ It answers the two wire protocols the hosted rungs speak, as their services docu
   "pooling": ...}, "success": true, "errors": [], "messages": []}``; errors as Cloudflare's
   envelope, ``{"success": false, "errors": [{"code", "message"}]}``. ``tests/cloudflare_bindings
   .WorkersAi`` (the ``AI`` binding's stand-in) posts here too.
+- Workers AI's cross-encoder, ``POST .../ai/run/@cf/baai/bge-reranker-base`` with ``{"query":
+  string, "contexts": [{"text": string}], "top_k"?: integer}`` (``query`` and ``contexts``
+  required, as its schema in ``@cloudflare/workers-types`` says), answering ``{"result":
+  {"response": [{"id", "score"}]}, "success": true}``: ``id`` the index of a context, best first,
+  at most ``top_k`` of them. Its scores are not a model's: the share of the query's words (of three
+  letters or more) a context holds, in [0, 1].
 - An OpenAI-compatible ``POST /v1/embeddings`` with ``{"model", "input": string | string[]}``,
   answering ``{"object": "list", "data": [{"object": "embedding", "embedding": [...], "index": i}],
   "model", "usage"}``; errors as ``{"error": {"message", "type"}}``.
@@ -36,6 +42,7 @@ from typing import Any, Self
 __all__ = ["FakeEmbeddings", "Request", "vector"]
 
 WORKERS_AI_MODEL = "@cf/baai/bge-small-en-v1.5"
+RERANK_MODEL = "@cf/baai/bge-reranker-base"
 WORKERS_AI_MAX_TEXTS = 100
 
 
@@ -145,8 +152,9 @@ class FakeEmbeddings:
 
     def _answer(self, path: str, raw: bytes, record: Request) -> tuple[int, bytes, dict[str, str]]:
         workers_ai = "/ai/run/" in path
+        reranking = path.endswith("/ai/run/" + RERANK_MODEL)
         if workers_ai:
-            if not path.endswith("/ai/run/" + WORKERS_AI_MODEL):
+            if not path.endswith("/ai/run/" + WORKERS_AI_MODEL) and not reranking:
                 return self._cf_error(400, 5007, "No such model")
         elif not path.endswith("/v1/embeddings"):
             return 404, b'{"error": {"message": "no such route"}}', {}
@@ -174,7 +182,29 @@ class FakeEmbeddings:
             return status, json.dumps({"error": {"message": f"scripted {status}"}}).encode(), headers
         if garbled:
             return 200, b"<html>upstream connect error</html>", {}
+        if reranking:
+            return self._rerank(record)
         return self._workers_ai(record) if workers_ai else self._openai(record)
+
+    def _rerank(self, record: Request) -> tuple[int, bytes, dict[str, str]]:
+        body = record.body if isinstance(record.body, dict) else {}
+        query, contexts = body.get("query"), body.get("contexts")
+        if not isinstance(query, str) or not isinstance(contexts, list) or not contexts:
+            return self._cf_error(400, 5006, "required properties '/query', '/contexts'")
+        if not all(isinstance(c, dict) and isinstance(c.get("text"), str) for c in contexts):
+            return self._cf_error(400, 5006, "Type mismatch of '/contexts/0/text'")
+        top_k = body.get("top_k", len(contexts))
+        if not isinstance(top_k, int) or top_k < 1:
+            return self._cf_error(400, 5006, "'/top_k' must be >= 1")
+        record.texts = [c["text"] for c in contexts]
+        wanted = {w for w in re.findall(r"[a-z0-9]+", query.lower()) if len(w) >= 3}
+        scored = []
+        for i, context in enumerate(contexts):
+            words = set(re.findall(r"[a-z0-9]+", context["text"].lower()))
+            scored.append((len(wanted & words) / len(wanted) if wanted else 0.0, i))
+        scored.sort(key=lambda item: (-item[0], item[1]))
+        response = [{"id": i, "score": score} for score, i in scored[:top_k]]
+        return 200, json.dumps({"result": {"response": response}, "success": True, "errors": []}).encode(), {}
 
     def _workers_ai(self, record: Request) -> tuple[int, bytes, dict[str, str]]:
         body = record.body if isinstance(record.body, dict) else {}
