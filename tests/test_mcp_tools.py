@@ -236,7 +236,9 @@ async def test_every_tool_is_declared_with_descriptions_annotations_and_costs(cl
 
 async def test_the_instructions_say_outline_first_and_fetch_less(client: Client) -> None:
     text = client.instructions or ""
-    assert text.index("get_outline") < text.index("get_section") < text.index("get_transcript")
+    assert text.index("search_transcript") < text.index("Fetch less")  # search before reading
+    reading = text[text.index("Fetch less") :]
+    assert reading.index("get_outline") < reading.index("get_section") < reading.index("get_transcript")
     assert "12k tokens per hour" in text
     assert "UNTRUSTED VIDEO TEXT" in text
     assert "get_job" in text
