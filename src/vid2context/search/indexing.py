@@ -37,7 +37,7 @@ import msgspec
 from ..batch import OnEvent, emit
 from ..batch import error_body as item_error
 from ..ctx import Ctx
-from ..errors import ErrorCode, VidError, per_surface
+from ..errors import SURFACE, ErrorCode, VidError, per_surface
 from ..models import Attempt, Base, EmbeddingSpace, FailedInput, VideoContext
 from ..pipeline import run_rung
 from ..runtime import Runtime
@@ -383,11 +383,5 @@ async def coverage(
             if status.indexed
             else f"None of the {status.videos} videos searched is indexed in {model} yet"
         ) + " (saved before embeddings were set up, or their embedding failed)."
-        status.hint = NOT_INDEXED_HINT["rest"] if _surface() == "rest" else NOT_INDEXED_HINT["mcp"]
+        status.hint = NOT_INDEXED_HINT[SURFACE.get()]
     return status
-
-
-def _surface() -> str:
-    from ..errors import SURFACE
-
-    return SURFACE.get()
