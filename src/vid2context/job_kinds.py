@@ -305,8 +305,8 @@ async def _check_index(runtime: Runtime, value: Any, options: dict[str, Any]) ->
         raise VidError(
             ErrorCode.NO_PROVIDER,
             "There is no vector index here, so nothing can be indexed.",
-            hint="Locally the index needs sqlite-vec (the local extra); on the Worker, bind a Vectorize "
-            "index as VECTORS.",
+            hint="Tell the user the server needs a vector index (locally sqlite-vec, from the local extra; on "
+            "the Worker a Vectorize index bound as VECTORS); do not retry.",
         )
     return ids, {}
 

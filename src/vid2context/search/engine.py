@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from typing import Literal, get_args
 
 from ..ctx import Ctx
-from ..errors import ErrorCode, VidError, steps
+from ..errors import ErrorCode, VidError, per_surface, steps
 from ..formats.blocks import chapter_spans, link_at, one_line
 from ..models import (
     Origin,
@@ -52,10 +52,10 @@ from ..models import (
     VideoSummary,
 )
 from ..runtime import Runtime
-from ..storage.common import parse_query
 from . import passages
 from .embedders.ladder import embed_texts
 from .indexing import choose_space, coverage
+from .query import parse_query
 from .rerankers import rerank_texts
 from .vectors import VectorHit
 
@@ -168,7 +168,10 @@ def check_request(request: SearchRequest) -> _Checked:
     after = parse_date(request.published_after, "publishedAfter") if request.published_after else None
     before = parse_date(request.published_before, "publishedBefore") if request.published_before else None
     if after and before and after > before:
-        raise _bad("publishedAfter is later than publishedBefore: no video can match.", "Swap the two dates.")
+        raise _bad(
+            "publishedAfter is later than publishedBefore: no video can match.",
+            "Give publishedAfter before publishedBefore: swap the two dates.",
+        )
     for origin in request.origins or []:
         if origin not in ORIGINS:
             raise _bad(f"Unknown origin {origin[:40]!r}.", "Use one or more of: " + ", ".join(ORIGINS) + ".")
@@ -176,7 +179,10 @@ def check_request(request: SearchRequest) -> _Checked:
     if channel is not None and (not channel.strip() or len(channel) > MAX_CHANNEL_CHARS):
         raise _bad(
             f"channel must be a channel's name of 1 to {MAX_CHANNEL_CHARS} characters.",
-            "Give the channel as the library lists it, e.g. channel=Veritasium.",
+            per_surface(
+                rest="Give channel as the library lists it, e.g. channel=Veritasium.",
+                mcp="Give the channel as the library lists it.",
+            ),
         )
     video_ids = None
     if request.video_ids is not None:
@@ -453,8 +459,11 @@ def _cite(context: VideoContext, entry: _Entry, words: passages.QueryWords) -> S
     assert context.transcript is not None
     segments = context.transcript.segments
     window = entry.window
+    spans: list[tuple[int, int]] | None = None
+    stemmed = False
     if entry.keyword is not None:
         start, end, text = entry.keyword.start_sec, entry.keyword.end_sec, entry.keyword.text
+        spans, stemmed = [tuple(s) for s in entry.keyword.highlights] or None, entry.keyword.stemmed  # type: ignore[misc]
     else:
         assert window is not None
         if window.last_segment >= len(segments):
@@ -481,7 +490,9 @@ def _cite(context: VideoContext, entry: _Entry, words: passages.QueryWords) -> S
         chapter_title=chapter_title,
         chapter_index=chapter_index,
         channel=context.metadata.channel,
-        snippet=passages.snippet(text, words),
+        snippet=passages.snippet(text, words, spans),
+        stemmed=stemmed,
+        highlights=spans if spans is not None else passages.match_spans(text, words),
         sources=sources,
         ranks=SearchRanks(keyword=entry.keyword_rank, vector=entry.vector_rank),
         window_start_sec=window.start_sec if window is not None else None,

@@ -243,8 +243,8 @@ async def index_library(
         raise VidError(
             ErrorCode.NO_PROVIDER,
             "There is no vector index here, so nothing can be indexed.",
-            hint="Locally the index needs sqlite-vec (the local extra); on the Worker, bind a Vectorize "
-            "index as VECTORS (see the Cloudflare deploy guide).",
+            hint="Tell the user the server needs a vector index (locally sqlite-vec, from the local extra; on "
+            "the Worker a Vectorize index bound as VECTORS); do not retry.",
         )
     choice = await choose_space(runtime)
     if choice.pick.reason is not None:
@@ -331,7 +331,8 @@ class VectorStatus(Base):
 NOT_INDEXED_HINT = per_surface(
     rest='Index them with POST /api/v1/jobs {"kind": "index", "input": "library"} (or vid2context index '
     "on the server); until then they are found by keyword only.",
-    mcp="Until the server indexes them (vid2context index) they are found by keyword only.",
+    mcp="They are found by keyword only until the server indexes them: tell the user to run vid2context "
+    "index on the server; do not retry.",
 )
 
 

@@ -3,7 +3,8 @@
 A keyword hit is one segment already. A vector hit is a window of about 250 words, found by
 meaning; it is narrowed to the segment of the window whose words are closest to the query's,
 scored without a model (the vector side has no finer vectors than the window's): a word of the
-query (very common words left out, ``STOPWORDS``) scores 3, a word sharing its English stem 2, a word that contains a query word of four
+query (very common words left out, ``STOPWORDS``) scores 3, a word sharing its English stem
+(porter, as the keyword side stems) 2, a word that contains a query word of four
 letters or more, or is contained in one, 1 ("stand" in "kickstand"). The best segment wins, the
 earliest of equals; with no word in common at all the hit points at the window's start. Either
 way the hit keeps its window's range.
@@ -17,17 +18,24 @@ Portable and pure.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..models import Segment
-from ..storage.common import ParsedQuery, tokenize
+from .query import ParsedQuery, stems, token_spans, tokenize
 
-__all__ = ["SNIPPET_CHARS", "STOPWORDS", "QueryWords", "best_segment", "query_words", "snippet"]
+__all__ = [
+    "SNIPPET_CHARS",
+    "STOPWORDS",
+    "QueryWords",
+    "best_segment",
+    "excluded",
+    "match_spans",
+    "query_words",
+    "snippet",
+]
 
 SNIPPET_CHARS = 320
-_WORD = re.compile(r"(?:[^\W_]|[\u0300-\u036f])+")
 STOPWORDS = frozenset(
     (
         "a an and are as at be but by can did do does for from had has have how i if in into is it its "
@@ -36,15 +44,11 @@ STOPWORDS = frozenset(
     ).split()
 )
 """Words too common to point at a segment (they still count in the keyword side's ranking)."""
-_PORTER_SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ed", "es", "s", "ly", "er", "ers")
 
 
 def _stem(word: str) -> str:
-    """A light English stem for matching (not FTS5's porter: just the common suffixes)."""
-    for suffix in _PORTER_SUFFIXES:
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
+    """The word's English stem, as the keyword side's porter stemmer makes it (``query.stems``)."""
+    return stems([word])[0]
 
 
 @dataclass(frozen=True)
@@ -105,10 +109,18 @@ def best_segment(segments: Sequence[Segment], first: int, last: int, query: Quer
     return best
 
 
-def snippet(text: str, query: QueryWords) -> str:
-    """``text`` with the words that match in ``**bold**``, cut around the first match when long."""
-    text = " ".join(text.split())
-    spans = [(m.start(), m.end()) for m in _WORD.finditer(text) if _word_score(_fold(m.group()), query) > 0]
+def match_spans(text: str, query: QueryWords) -> list[tuple[int, int]]:
+    """``[start, end)`` offsets of the words of ``text`` that match ``query`` (the narrowing's
+    rule), for a hit the keyword side did not find and so has no ``highlights`` of its own."""
+    return [(start, end) for token, start, end in token_spans(text) if _word_score(token, query) > 0]
+
+
+def snippet(text: str, query: QueryWords, spans: list[tuple[int, int]] | None = None) -> str:
+    """``text`` with the words that match in ``**bold**`` (``spans``, the keyword side's
+    highlights, when given), cut around the first match when long."""
+    if spans is None:
+        spans = match_spans(text, query)
+    spans = sorted((a, b) for a, b in spans if 0 <= a < b <= len(text))
     start, end = 0, len(text)
     if len(text) > SNIPPET_CHARS:
         anchor = spans[0][0] if spans else 0
@@ -128,12 +140,7 @@ def snippet(text: str, query: QueryWords) -> str:
     out.append(_escape(text[position:end]))
     if end < len(text):
         out.append("…")
-    return "".join(out)
-
-
-def _fold(word: str) -> str:
-    tokens = tokenize(word)
-    return tokens[0] if tokens else ""
+    return " ".join("".join(out).split())
 
 
 def _escape(text: str) -> str:

@@ -54,8 +54,10 @@ SERVICE = "Workers AI"
 RERANK_WORDING = Wording(
     capability="reranking",
     too_large="the passages to rerank",
-    too_large_hint="Rerank fewer or shorter passages.",
-    timeout_hint="Retry, or search without rerank.",
+    too_large_hint="Search again without rerank, or with a lower limit.",
+    timeout_hint="Repeat the call once, or search again without rerank.",
+    upstream_hint="Search again without rerank; if you need the reranked order, repeat the call once in a "
+    "minute, and if it fails again tell the user the service failed, and do not retry.",
 )
 
 
@@ -76,9 +78,7 @@ class Reranker(Protocol):
 
 
 def _unreadable(what: str) -> RungError:
-    return RungError(
-        ErrorCode.UPSTREAM, f"{SERVICE} answered {what}.", hint="Retry later, or search without rerank."
-    )
+    return RungError(ErrorCode.UPSTREAM, f"{SERVICE} answered {what}.", hint=RERANK_WORDING.upstream_hint)
 
 
 class _Ranked(msgspec.Struct):
@@ -174,7 +174,9 @@ class WorkersAIBindingReranker(_Rung):
     async def rerank(self, query: str, texts: list[str], ctx: Ctx) -> list[float]:
         if self._ai is None:
             raise VidError(
-                ErrorCode.NO_PROVIDER, "The Worker has no AI binding.", hint="Bind AI in wrangler.toml."
+                ErrorCode.NO_PROVIDER,
+                "The Worker has no AI binding.",
+                hint="Search again without rerank, and tell the user to bind AI in wrangler.toml; do not retry.",
             )
         ctx.check()
         try:
@@ -185,7 +187,7 @@ class WorkersAIBindingReranker(_Rung):
             raise RungError(
                 ErrorCode.UPSTREAM,
                 f"Workers AI failed: {type(exc).__name__}.",
-                hint="Retry later, or search without rerank.",
+                hint=RERANK_WORDING.upstream_hint,
                 retryable=True,
             ) from None
         if hasattr(answer, "to_py"):

@@ -18,8 +18,8 @@ from pydantic import Field
 from ...batch import MAX_VIDEOS, read_videos
 from ...errors import ErrorCode, VidError
 from ...search.engine import DEFAULT_LIMIT, MAX_LIMIT, MODES, SearchRequest, search
+from ...search.query import MAX_QUERY_CHARS
 from ...search.render import render_hits, status_line
-from ...storage.common import MAX_QUERY_CHARS
 from ...timecode import parse_time
 from ..params import From, OptionalCollection, To, int_range
 from ..results import Reply, TextReply, Untrusted
