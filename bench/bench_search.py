@@ -20,7 +20,8 @@ vectors are bench_vectors' synthetic ones (clustered unit vectors, ``Data``), 40
 (15 segments each), written as the test model's space so that a real query embedding searches
 them: the timings are real, the rankings are not (nothing relates these vectors to these words).
 Building takes several minutes, so the database is kept in ``bench/results/`` under a name made of
-its parameters (``BENCH_SEARCH_N``, default 10000 videos) and reused while they are the same.
+its parameters (``BENCH_SEARCH_N``, default 10000 videos; the model; the migrations) and reused
+while they are the same.
 """
 
 from __future__ import annotations
@@ -90,6 +91,18 @@ def _windows(start: int, count: int) -> list[WindowRef]:
             )
         )
     return out
+
+
+def _migrations() -> str:
+    """A digest of the migrations the library is built with: a new one builds a new library."""
+    import hashlib
+
+    from vid2context.storage.sqlite import find_migrations
+
+    digest = hashlib.sha256()
+    for path in sorted(find_migrations().glob("*.sql")):
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()[:8]
 
 
 def _checkpoint(path: Path) -> None:
@@ -271,7 +284,7 @@ async def _run(n: int) -> dict[str, Any]:
     RESULTS.mkdir(exist_ok=True)
     rung = _model()
     space = _space(rung)
-    name = f"search-v{VERSION}-n{n}-w{WINDOWS_PER_VIDEO}-{space.tag}"
+    name = f"search-v{VERSION}-n{n}-w{WINDOWS_PER_VIDEO}-{space.tag}-m{_migrations()}"
     path = RESULTS / f"{name}.db"
     built = RESULTS / f"{name}.json"
     if path.exists() and built.exists():

@@ -313,3 +313,23 @@ def test_fusion_merges_a_keyword_segment_into_the_window_that_holds_it() -> None
         ("v:c", None, 1),
         ("v:b", 2, None),
     ]  # the third keyword hit is inside the same window, which the first stands for
+
+
+async def test_the_local_reranker_without_its_model_is_no_provider_and_hands_over() -> None:
+    """No cross-encoder ships in a package the tests can install offline, so the local rung is
+    tried only for its refusal: a model fastembed does not know (no download is attempted) is
+    ``no-provider``, which the ladder records and hands over from."""
+    from vid2context.ctx import Ctx
+    from vid2context.errors import ErrorCode, VidError
+    from vid2context.search.rerank_local import LocalReranker
+    from vid2context.search.rerankers import rerank_texts
+
+    local = LocalReranker(model="vid2context/no-such-cross-encoder")
+    assert local.enabled and local.tier == "local"
+    attempts: list[Any] = []
+    with pytest.raises(VidError) as caught:
+        await rerank_texts([local], "kickstand", ["the kickstand bends"], Ctx(), attempts)
+    assert caught.value.code is ErrorCode.NO_PROVIDER and "VID2CONTEXT_RERANK_MODEL" in (
+        caught.value.hint or ""
+    )
+    assert [(a.id, a.outcome, a.reason) for a in attempts] == [(local.id, "error", "no-provider")]
