@@ -365,8 +365,6 @@ async def search(runtime: Runtime, request: SearchRequest, ctx: Ctx | None = Non
     vector = await _vector_side(
         runtime, checked, scope, meta, clock, ctx, per_side if not within_time else MAX_LIMIT
     )
-    if mode == "keyword":
-        vector = []
     entries = fuse(keyword, vector)
     hits = await _materialize(runtime, checked, entries, wanted)
     if request.rerank and hits:
