@@ -19,6 +19,8 @@ from typing import Any, Protocol
 import httpx
 
 from . import __version__
+from .answers.llm.base import LanguageModel, LlmPlan
+from .answers.llm.rungs import hosted_llms
 from .chunking import SttPlan
 from .errors import ErrorCode, VidError
 from .jobs import JobQueue
@@ -89,6 +91,12 @@ class Runtime:
     ``search.embedders.ladder.pick_embedder`` chooses from it."""
     embed_plan: EmbedPlan = field(default_factory=EmbedPlan)
     """How embedding rungs are fed: batch size and retries."""
+    llm: list[LanguageModel] = field(default_factory=list)
+    """The language-model rungs, disabled ones included, in their order within a tier
+    (``answers/llm/rungs.py``); ``answers.llm.ladder.plan_llm`` orders them by policy per request
+    and adds the calling MCP client's model when there is one."""
+    llm_plan: LlmPlan = field(default_factory=LlmPlan)
+    """How language-model rungs are retried."""
     keep_alive: KeepAlive | None = None
     """The platform's way to keep a background task alive past its request (``waitUntil`` on the
     Worker); ``None`` when the process outlives its requests anyway."""
@@ -165,6 +173,7 @@ def build_runtime(
         stt=ordered(hosted_rungs(settings, client)),
         stt_plan=stt_plan(settings),
         embed=ordered_embedders(hosted_embedders(settings, client)),
+        llm=hosted_llms(settings, client),
     )
     runtime.sources.append(UploadProvider(runtime))
     return runtime
@@ -270,13 +279,15 @@ def build_worker_runtime(env: Any) -> Runtime:
     """The runtime of a Cloudflare Python Worker, from its ``env``: settings from its vars and
     secrets, the library in D1 (``DB``), small values in KV (``KV``), bytes in R2 (``BUCKET``),
     window vectors in Vectorize (``VECTORS``, optional: without it there is no vector index),
-    speech-to-text and embeddings through Workers AI (``AI``, optional) in place of its REST rungs.
+    speech-to-text, embeddings and the language model through Workers AI (``AI``, optional) in
+    place of its REST rungs.
 
     Built once per isolate (the Worker runs the app's lifespan around every request, so this must
     not be redone per request): one httpx client, and the app is made with ``owns_runtime=False``.
     There is no ffmpeg here, so audio is never cut: an upload too large for one speech-to-text
     request is refused with ``too-large`` and a hint (``chunking.PassthroughPrep``).
     """
+    from .answers.llm.workers_ai import WorkersAIBindingLlm, WorkersAILlm
     from .providers.whisper_workers_ai import WorkersAIBindingWhisper, WorkersAIWhisper
     from .search.embedders.workers_ai import WorkersAIBindingEmbedder, WorkersAIEmbedder
     from .storage.cloudflare import CloudflareAi, CloudflareKv, CloudflareStorage, R2Blobs
@@ -301,6 +312,9 @@ def build_worker_runtime(env: Any) -> Runtime:
     runtime.stt = ordered([*hosted, binding])
     embedders = [rung for rung in runtime.embed if not isinstance(rung, WorkersAIEmbedder)]
     runtime.embed = ordered_embedders([WorkersAIBindingEmbedder(binding_ai), *embedders])
+    runtime.llm = [
+        WorkersAIBindingLlm(binding_ai) if isinstance(rung, WorkersAILlm) else rung for rung in runtime.llm
+    ]
     return runtime
 
 
