@@ -26,7 +26,8 @@ them:
 Like the real services it refuses a wrong key with 401 (each in its own words), an unknown model
 with 404 (OpenAI, Groq) or 400 (Workers AI), and honours ``max_tokens``: an answer longer than that
 many words is cut there with ``finish_reason: "length"`` (a word is a token here, and usage counts
-words). ``fail_next`` scripts 429 (with ``Retry-After``) or 5xx answers; ``break_next`` makes the
+words). ``fail_next`` scripts 429 (with ``Retry-After``) or 5xx answers, ``refuse`` (a rule: a request in,
+a status or ``None`` out) answers that status to the requests it picks; ``break_next`` makes the
 next stream stop after its first word, without a finish or ``[DONE]``, as a dropped connection does.
 
 What it answers is ``reply(request)``: by default ``echo`` (``You said: <the last user message>``);
@@ -123,6 +124,8 @@ class FakeLlm:
         self.models = models
         """Models the OpenAI-compatible path serves (``None``: any); Groq serves ``GROQ_MODEL``,
         Workers AI ``WORKERS_AI_MODEL``."""
+        self.refuse: Callable[[Request], int | None] | None = None
+        """A test's rule: the status to answer a request with instead of an answer, or ``None``."""
         self.requests: list[Request] = []
         self._script = _Script()
         self._lock = threading.Lock()
@@ -247,6 +250,8 @@ class FakeLlm:
             return _openai_error(400, "'messages' must be a non-empty list of messages.")
         with self._lock:
             failure = self._script.failures.pop(0) if self._script.failures else None
+        if failure is None and self.refuse is not None and (status := self.refuse(record)) is not None:
+            failure = (status, None)
         if failure is not None:
             status, retry_after = failure
             headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}

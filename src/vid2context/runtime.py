@@ -312,8 +312,11 @@ def build_worker_runtime(env: Any) -> Runtime:
     runtime.stt = ordered([*hosted, binding])
     embedders = [rung for rung in runtime.embed if not isinstance(rung, WorkersAIEmbedder)]
     runtime.embed = ordered_embedders([WorkersAIBindingEmbedder(binding_ai), *embedders])
+    # Groq over plain httpx, as the Worker's bundle (no groq SDK) would pick anyway; the binding in
+    # place of the REST rung, as for speech-to-text and embeddings.
     runtime.llm = [
-        WorkersAIBindingLlm(binding_ai) if isinstance(rung, WorkersAILlm) else rung for rung in runtime.llm
+        WorkersAIBindingLlm(binding_ai) if isinstance(rung, WorkersAILlm) else rung
+        for rung in hosted_llms(settings, runtime.http, groq_sdk=False)
     ]
     return runtime
 

@@ -297,20 +297,18 @@ async def _translate(
 
 
 def _note(source: Transcript, lang: str, used: list[str], requests: int) -> str:
-    """Which track was translated, by which rungs, in how many requests."""
+    """What was translated, by which rungs, in how many requests: the header's Track line, whose
+    first 200 characters are shown, so the translation comes first and the source's own note last."""
     base = source.note or ""
     if source.requested_language:
         before, after = missing_note(source.requested_language, source.available_languages)
         base = base.replace(before, "", 1).replace(after, "", 1)
-    shown = (
-        f"{source.language or 'the best'} track ({base})"
-        if base
-        else f"{source.language or 'the best'} track"
-    )
+    origin = f" from {source.language}" if source.language else ""
     plural = "s" if requests != 1 else ""
+    said = f"{base}, " if base else ""
     return (
-        f"no {lang} track, so the {shown} by {source.producer} was translated to {lang} by {' + '.join(used)} "
-        f"in {requests} request{plural}, every segment at its source's times"
+        f"no {lang} track: translated{origin} by {' + '.join(used)} ({requests} request{plural}), every "
+        f"segment at its source's times; source: {said}by {source.producer}"
     )
 
 
