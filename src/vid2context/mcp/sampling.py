@@ -2,8 +2,9 @@
 
 ``caller_model(ctx)`` answers an ``answers.llm.sampling.SamplingLlm`` that sends
 ``sampling/createMessage`` on this call's channel when the client declared sampling and the
-channel can carry a request from the server mid-call (protocol 2025-11-25 and older); otherwise a
-disabled one that says why. Tools put it on their per-call ``Ctx`` (``with_caller_model``), where
+channel can carry a request from the server mid-call (protocol 2025-11-25 and older, over stdio or
+in process); otherwise a disabled one that says why. The remote ``/mcp`` is stateless and answers
+each request with one JSON body, so it never can. Tools put it on their per-call ``Ctx`` (``with_caller_model``), where
 ``plan_llm`` finds it.
 """
 
@@ -13,6 +14,7 @@ from mcp.server.mcpserver import Context
 
 from ..answers.llm.sampling import SamplingLlm
 from ..ctx import Ctx
+from .toolkit import over_http
 
 __all__ = ["caller_model", "with_caller_model"]
 
@@ -28,6 +30,8 @@ def caller_model(ctx: Context) -> SamplingLlm:
     if capabilities is None or capabilities.sampling is None:
         return SamplingLlm(unavailable="the MCP client did not declare sampling")
     if not session.can_send_request:
+        if over_http(ctx):  # stateless, one JSON answer per request: no way back to the client
+            return SamplingLlm(unavailable="the stateless HTTP endpoint cannot ask the client during a call")
         return SamplingLlm(
             unavailable=f"MCP {ctx.protocol_version or 'this protocol version'} carries no sampling request "
             "in the middle of a call"
