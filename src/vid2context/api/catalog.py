@@ -14,7 +14,7 @@ from litestar.params import QueryParameter
 
 from ..answers.llm.base import LanguageModel
 from ..answers.llm.ladder import known_rungs
-from ..answers.llm.rungs import POLICIES
+from ..answers.llm.rungs import listed
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
 from ..formats import FormatInfo, format_infos
@@ -93,9 +93,7 @@ def llm_capabilities(rung: LanguageModel) -> list[str]:
 def llm_ladder(runtime: Runtime, ctx: Ctx | None = None) -> list[LanguageModel]:
     """Every language-model rung of this call in the default policy's order, the rungs that policy
     leaves out after it (the MCP client's model comes from ``ctx``, disabled without one)."""
-    tiers = POLICIES.get(runtime.settings.policy, POLICIES["free"])
-    rungs = known_rungs(runtime, ctx)
-    return sorted(rungs, key=lambda rung: tiers.index(rung.tier) if rung.tier in tiers else len(tiers))
+    return listed(known_rungs(runtime, ctx), runtime.settings.policy)
 
 
 def model_rungs(runtime: Runtime, ctx: Ctx | None = None) -> list[ModelInfo]:

@@ -26,9 +26,9 @@ the title, what the result covers, where the words came from and the link patter
 
 Both add a ``- Track:`` line only when it tells the agent something: the words are not in the
 language it asked for, or they come from an automatic or translated track (the platform's
-translation, or a language model's: ``translated``, which the Transcript line names too). Lines whose values are
-unknown are left out; a video without a URL shows ``- Source: <id>``. Every value is folded onto
-one line, so a title or note cannot add lines of its own.
+translation, or a language model's: ``translated``, which the Transcript line names too). Lines
+whose values are unknown are left out; a video without a URL shows ``- Source: <id>``. Every value
+is folded onto one line, so a title or note cannot add lines of its own.
 
 No token count is printed here: a header cannot know the size of the result it heads (a page, a
 section, a pack), so the counts are stated where they are measured, in the closing line of a page

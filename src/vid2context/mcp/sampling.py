@@ -4,8 +4,8 @@
 ``sampling/createMessage`` on this call's channel when the client declared sampling and the
 channel can carry a request from the server mid-call (protocol 2025-11-25 and older, over stdio or
 in process); otherwise a disabled one that says why. The remote ``/mcp`` is stateless and answers
-each request with one JSON body, so it never can. Tools put it on their per-call ``Ctx`` (``with_caller_model``), where
-``plan_llm`` finds it.
+each request with one JSON body, so it never can. Tools put it on their per-call ``Ctx``
+(``with_caller_model``), where ``plan_llm`` finds it.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from .groq import GROQ_LLM_MODEL, MAX_OUTPUT_TOKENS, GroqLlm
 from .openai_compat import OpenAICompatibleLlm
 from .workers_ai import WorkersAILlm
 
-__all__ = ["DEFAULT_POLICY", "POLICIES", "groq_over_httpx", "hosted_llms", "ordered"]
+__all__ = ["DEFAULT_POLICY", "POLICIES", "groq_over_httpx", "hosted_llms", "listed", "ordered"]
 
 POLICIES: dict[str, tuple[LlmTier, ...]] = {
     "free": ("caller", "local", "free", "keyless", "paid"),
@@ -108,3 +108,10 @@ def ordered(rungs: Iterable[LanguageModel], policy: str) -> list[LanguageModel]:
     """The rungs ``policy`` tries, in its tier order, keeping their order within a tier."""
     tiers = POLICIES[policy]
     return sorted((rung for rung in rungs if rung.tier in tiers), key=lambda rung: tiers.index(rung.tier))
+
+
+def listed(rungs: Iterable[LanguageModel], policy: str) -> list[LanguageModel]:
+    """Every rung, for a list of what there is: ``ordered`` first, the rungs ``policy`` leaves out
+    after them."""
+    tiers = POLICIES[policy]
+    return sorted(rungs, key=lambda rung: tiers.index(rung.tier) if rung.tier in tiers else len(tiers))

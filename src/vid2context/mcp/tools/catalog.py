@@ -29,8 +29,9 @@ def tools(deps: Deps) -> list[ContractTool]:
         also gives the space of its vectors (modelId, dim, pooling), and only vectors of one space
         are ever compared. LLM rungs (kind llm) list chat, stream when they stream and their
         context window; llm/mcp-sampling/client is your own model, enabled when your client can
-        sample. A rung that is not enabled is not set up: transcripts then come from platform
-        captions only, and no translation is made. Costs about 100 tokens per rung."""
+        sample. A rung that is not enabled is not set up: with no speech-to-text rung, transcripts
+        come from platform captions only; with no LLM rung, nothing is translated. Costs about 100
+        tokens per rung."""
         wanted = None
         if kind is not None and kind.strip():
             wanted = kind.strip().lower()
