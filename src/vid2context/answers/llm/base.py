@@ -51,9 +51,11 @@ __all__ = [
     "LlmOptions",
     "LlmPlan",
     "LlmTier",
+    "WireUsage",
     "one_delta",
     "output_budget",
     "unreadable",
+    "usage_of",
 ]
 
 LlmTier = Literal["local", "caller", "free", "keyless", "paid"]
@@ -162,6 +164,22 @@ class LlmPlan:
     """A ``Retry-After`` longer than this fails the rung (the next one is tried) instead of waiting."""
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     """Replaced in tests, which then see every wait without waiting."""
+
+
+class WireUsage(msgspec.Struct):
+    """``usage`` as OpenAI's API and Workers AI both answer it (other fields are ignored)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+def usage_of(raw: WireUsage | None) -> Usage | None:
+    """Our ``Usage`` from the wire's; a missing total is the sum."""
+    if raw is None:
+        return None
+    total = raw.total_tokens or raw.prompt_tokens + raw.completion_tokens
+    return Usage(prompt_tokens=raw.prompt_tokens, completion_tokens=raw.completion_tokens, total_tokens=total)
 
 
 def output_budget(rung: LanguageModel, options: LlmOptions) -> int:

@@ -41,7 +41,17 @@ from ...errors import ErrorCode
 from ...models import ChatMessage, Usage
 from ...providers.speech import RungError, response_error, transport_error
 from ...providers.whisper_openai import request_timeout, service_name
-from .base import LLM_WORDING, Completion, Delta, LlmOptions, LlmTier, output_budget, unreadable
+from .base import (
+    LLM_WORDING,
+    Completion,
+    Delta,
+    LlmOptions,
+    LlmTier,
+    WireUsage,
+    output_budget,
+    unreadable,
+    usage_of,
+)
 from .sse import DONE, events, lines_of
 
 __all__ = [
@@ -88,12 +98,6 @@ def is_local(url: str) -> bool:
 # --- the wire shapes -------------------------------------------------------------------------------
 
 
-class _Usage(msgspec.Struct):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-
-
 class _Message(msgspec.Struct):
     content: str | None = None
     reasoning_content: str | None = None
@@ -107,7 +111,7 @@ class _Choice(msgspec.Struct):
 
 
 class _XGroq(msgspec.Struct):
-    usage: _Usage | None = None
+    usage: WireUsage | None = None
 
 
 class _Error(msgspec.Struct):
@@ -119,19 +123,12 @@ class ChatAnswer(msgspec.Struct):
 
     choices: list[_Choice] = []
     model: str | None = None
-    usage: _Usage | None = None
+    usage: WireUsage | None = None
     x_groq: _XGroq | None = None
     error: _Error | str | None = None
 
 
 _decode = msgspec.json.Decoder(ChatAnswer).decode
-
-
-def _usage(raw: _Usage | None) -> Usage | None:
-    if raw is None:
-        return None
-    total = raw.total_tokens or raw.prompt_tokens + raw.completion_tokens
-    return Usage(prompt_tokens=raw.prompt_tokens, completion_tokens=raw.completion_tokens, total_tokens=total)
 
 
 def _reasoning(message: _Message) -> str:
@@ -152,7 +149,7 @@ def completion_of(rung: Any, body: bytes) -> Completion:
         model=answer.model or rung.model,
         rung=rung.id,
         finish_reason=choice.finish_reason,
-        usage=_usage(answer.usage) or (_usage(answer.x_groq.usage) if answer.x_groq else None),
+        usage=usage_of(answer.usage) or (usage_of(answer.x_groq.usage) if answer.x_groq else None),
         reasoning=_reasoning(choice.message),
     )
 
@@ -302,7 +299,7 @@ async def read_chat_stream(rung: Any, lines: AsyncIterator[str], ctx: Ctx) -> As
                 said = chunk.error if isinstance(chunk.error, str) else chunk.error.message
                 raise broken(rung.service, " ".join(said.split())[:160] or "an error event")
             model = chunk.model or model
-            usage = _usage(chunk.usage) or (_usage(chunk.x_groq.usage) if chunk.x_groq else None) or usage
+            usage = usage_of(chunk.usage) or (usage_of(chunk.x_groq.usage) if chunk.x_groq else None) or usage
             for choice in chunk.choices[:1]:
                 delta = choice.delta or choice.message or _Message()
                 finish = choice.finish_reason or finish

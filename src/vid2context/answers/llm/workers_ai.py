@@ -36,7 +36,17 @@ from ...models import ChatMessage, Usage
 from ...providers.speech import RungError, response_error, transport_error
 from ...providers.whisper_openai import request_timeout
 from ...search.embedders.workers_ai import DEFAULT_BASE_URL
-from .base import LLM_WORDING, Completion, Delta, LlmOptions, LlmTier, output_budget, unreadable
+from .base import (
+    LLM_WORDING,
+    Completion,
+    Delta,
+    LlmOptions,
+    LlmTier,
+    WireUsage,
+    output_budget,
+    unreadable,
+    usage_of,
+)
 from .openai_compat import broken
 from .sse import DONE, events, lines_of
 
@@ -58,15 +68,9 @@ SERVICE = "Workers AI"
 READ_TIMEOUT_S = 120.0
 
 
-class _Usage(msgspec.Struct):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-
-
 class _Output(msgspec.Struct):
     response: str | None = None
-    usage: _Usage | None = None
+    usage: WireUsage | None = None
 
 
 class _Envelope(msgspec.Struct):
@@ -91,13 +95,6 @@ def _inputs(
     return inputs
 
 
-def _usage(raw: _Usage | None) -> Usage | None:
-    if raw is None:
-        return None
-    total = raw.total_tokens or raw.prompt_tokens + raw.completion_tokens
-    return Usage(prompt_tokens=raw.prompt_tokens, completion_tokens=raw.completion_tokens, total_tokens=total)
-
-
 def _finish(usage: Usage | None, max_tokens: int) -> str | None:
     if usage is None:
         return None
@@ -113,7 +110,7 @@ def _cut(text: str, stop: tuple[str, ...]) -> str:
 def _completion(rung: Any, output: _Output, options: LlmOptions, max_tokens: int) -> Completion:
     if output.response is None:
         raise unreadable(SERVICE, "something without a response")
-    usage = _usage(output.usage)
+    usage = usage_of(output.usage)
     return Completion(
         text=_cut(output.response, options.stop),
         model=rung.model,
@@ -140,7 +137,7 @@ async def read_response_stream(
                 chunk = _decode_chunk(data)
             except msgspec.DecodeError:
                 raise unreadable(SERVICE, "a stream event that is not a text generation chunk") from None
-            usage = _usage(chunk.usage) or usage
+            usage = usage_of(chunk.usage) or usage
             if chunk.response:
                 text.append(chunk.response)
                 yield Delta(text=chunk.response)
