@@ -128,6 +128,30 @@ async def test_d1_fts5_is_available(env) -> None:
     assert snippet == "Café [crème]"
 
 
+async def test_d1_has_the_porter_tokenizer_and_the_fts5_averages_record(env) -> None:
+    """What keyword search relies on at the edge: ``porter`` stems, external content rebuilt from
+    its table, and FTS5's averages record readable (rows, then tokens per column)."""
+    db = env.DB
+    await db.exec("CREATE TABLE rows (id INTEGER PRIMARY KEY, body TEXT)")
+    await db.prepare("INSERT INTO rows (id, body) VALUES (1, 'two kickstands'), (2, 'she baked bread')").run()
+    await db.prepare(
+        "CREATE VIRTUAL TABLE stems USING fts5 (body, content = 'rows', content_rowid = 'id', "
+        "tokenize = 'porter unicode61 remove_diacritics 2')"
+    ).run()
+    await db.prepare("INSERT INTO stems (stems) VALUES ('rebuild')").run()
+    found = (
+        await db.prepare("SELECT rowid FROM stems WHERE stems MATCH ? ORDER BY rowid")
+        .bind('"kickstand"')
+        .raw()
+    )
+    assert found.to_py() == [[1]]
+    assert (
+        await db.prepare("SELECT rowid FROM stems WHERE stems MATCH ?").bind('"baking"').first("rowid") == 2
+    )
+    averages = await db.prepare("SELECT hex(block) AS h FROM stems_data WHERE id = 1").first("h")
+    assert averages == "0205"  # two rows, five tokens
+
+
 async def test_d1_json_functions(env) -> None:
     """``json_each`` and ``json_extract`` work: many rows (nulls included) bind as one parameter."""
     db = env.DB

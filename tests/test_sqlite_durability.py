@@ -451,3 +451,34 @@ def test_collections_made_before_names_were_unique_migrate_and_stay_usable(tmp_p
             await store.close()
 
     asyncio.run(scenario())
+
+
+def test_libraries_saved_before_stemming_are_found_by_stems(tmp_path: Path) -> None:
+    """A file made by a version without ``segments_stem`` opens: the migration builds the stemmed
+    index from the saved segments, and both indexes stay in step with ``segments`` afterwards
+    (FTS5's own integrity check compares each index with the rows)."""
+    from .test_storage_conformance import check_legacy_search, legacy_video_sql  # (also a script)
+
+    before = tmp_path / "migrations"
+    before.mkdir()
+    for name in ("0001_init.sql", "0002_collection_names.sql"):
+        (before / name).write_text((find_migrations() / name).read_text(encoding="utf-8"), encoding="utf-8")
+    path = tmp_path / "vid2context.db"
+    old = SQLiteDatabase(path, migrations=before)
+    old._writer.execute("BEGIN")
+    for statement, params in legacy_video_sql():
+        old._writer.execute(statement, params)
+    old._writer.execute("COMMIT")
+    old._close()
+
+    async def scenario() -> None:
+        store = SQLiteStorage(path)
+        try:
+            assert "0003_keyword_stems.sql" in store.database.applied
+            await check_legacy_search(store)
+            for index in ("segments_fts", "segments_stem"):
+                store.database._writer.execute(f"INSERT INTO {index} ({index}) VALUES ('integrity-check')")
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())

@@ -287,3 +287,25 @@ async def test_collections_made_before_names_were_unique_migrate_and_stay_usable
     later = sorted(p.name for p in MIGRATIONS_DIR.glob("*.sql"))[1:]
     assert await apply_migrations(cloudflare_env.DB) == later
     await check_legacy_twins(CloudflareStorage(cloudflare_env.DB, bucket=cloudflare_env.BUCKET))
+
+
+async def test_libraries_saved_before_stemming_are_found_by_stems(
+    cloudflare_env: CloudflareEnv, tmp_path: Path
+) -> None:
+    """On D1 as ``wrangler d1 migrations apply`` runs it: 0003 builds the stemmed index from the
+    segments saved before it, in the same batch, and the store keeps both indexes in step."""
+    from tests.test_storage_conformance import check_legacy_search, legacy_video_sql
+
+    before = tmp_path / "migrations"
+    before.mkdir()
+    for name in ("0001_init.sql", "0002_collection_names.sql"):
+        (before / name).write_text((MIGRATIONS_DIR / name).read_text(encoding="utf-8"))
+    await apply_migrations(cloudflare_env.DB, before)
+    db = cloudflare_env.DB
+    await db.batch(
+        [db.prepare(sql).bind(*params) if params else db.prepare(sql) for sql, params in legacy_video_sql()]
+    )
+    assert "0003_keyword_stems.sql" in await apply_migrations(db)
+    await check_legacy_search(CloudflareStorage(db, bucket=cloudflare_env.BUCKET))
+    for index in ("segments_fts", "segments_stem"):
+        await db.prepare(f"INSERT INTO {index} ({index}) VALUES ('integrity-check')").run()

@@ -48,6 +48,7 @@ from vid2context.models import (
 )
 from vid2context.storage.base import BlobStore, KvStore, Storage, summarize
 from vid2context.storage.common import MAX_LIMIT, encode_cursor
+from vid2context.storage.keyword import WINDOW
 from vid2context.storage.memory import MemoryBlobs, MemoryKv, MemoryStorage
 from vid2context.storage.sqlite import FileBlobs, SQLiteKv, SQLiteStorage
 
@@ -627,6 +628,25 @@ HOSTILE = [
     '"' * 10_001,
     "ⓡⓐⓣⓔ",
     "\ud800",
+    "-",
+    "-rate",
+    '"rate limit',
+    'rate "limit',
+    '""rate""',
+    "NEAR(",
+    "NEAR(rate",
+    "rate^2",
+    "video_id:",
+    "segments_fts:rate",
+    "AND",
+    "rate OR",
+    "NOT",
+    "rate\x01\x02\x7f limit",
+    "rate\tlimit\r\n",
+    "rate" + "\u200b" + "limit",
+    "rates limited",
+    "-rates rate",
+    "x" * 10_240,
 ]
 
 
@@ -655,6 +675,107 @@ async def test_search_in_scripts_beyond_latin(storage: Storage) -> None:
     for query in ("שלום", "مرحبا", "trunks 🐘", "ünïcödé"):
         (hit,) = await storage.search(query)
         assert hit.video_id == "youtube:jNQXAC9IVRw", query
+
+
+# --- stems ----------------------------------------------------------------------------------------
+
+STEM_TEXTS = [
+    "the kickstand bends back",
+    "two kickstands and a wheel",
+    "and then after a long long while of waiting around we started baking",
+    "baked baked baked",
+    "bake it at two hundred degrees",
+    "baking bread in the oven",
+    "she baked the bread",
+    "baking breads all day",
+    "bread and butter",
+]
+
+
+def spans(hit: object) -> list[str]:
+    return [hit.text[start:end] for start, end in hit.highlights]  # type: ignore[attr-defined]
+
+
+async def test_stems_find_other_forms_after_the_exact_words(storage: Storage) -> None:
+    await storage.put_context(make_context("youtube:filler", FILLER))  # so that "bake" is rare
+    await storage.put_context(make_context(1, STEM_TEXTS))
+    hits = await storage.search("kickstand")
+    assert [(h.text, h.stemmed, spans(h)) for h in hits] == [
+        ("the kickstand bends back", False, ["kickstand"]),
+        ("two kickstands and a wheel", True, ["kickstands"]),
+    ]
+    hits = await storage.search("kickstands")
+    assert [(h.text, h.stemmed) for h in hits] == [
+        ("two kickstands and a wheel", False),
+        ("the kickstand bends back", True),
+    ]
+    hits = await storage.search("baking")
+    exact, stemmed = hits[:3], hits[3:]
+    assert not any(h.stemmed for h in exact) and all(h.stemmed for h in stemmed)
+    assert {h.text for h in exact} == {STEM_TEXTS[2], STEM_TEXTS[5], STEM_TEXTS[7]}
+    assert {h.text for h in stemmed} == {STEM_TEXTS[3], STEM_TEXTS[4], STEM_TEXTS[6]}
+    # Exact words first even where BM25 alone would prefer the stems ("baked" three times, short).
+    assert hits[-3].text == "baked baked baked" and hits[-3].score > hits[0].score
+    for tier in (exact, stemmed):
+        assert [h.score for h in tier] == sorted((h.score for h in tier), reverse=True)
+    assert spans(hits[-3]) == ["baked", "baked", "baked"]
+
+
+async def test_phrases_and_exclusions_go_by_stems_too(storage: Storage) -> None:
+    await storage.put_context(make_context(1, STEM_TEXTS))
+    hits = await storage.search('"baking bread"')
+    assert [(h.text, h.stemmed, spans(h)) for h in hits] == [
+        ("baking bread in the oven", False, ["baking", "bread"]),
+        ("baking breads all day", True, ["baking", "breads"]),
+    ]
+    # -bakes drops every form of bake, though no segment says "bakes".
+    assert [h.text for h in await storage.search("bread -bakes")] == ["bread and butter"]
+    assert [h.text for h in await storage.search('bread -"bakes breads"')] == [
+        "bread and butter",  # shorter, so first
+        "she baked the bread",  # "baked" and "bread" apart: not the excluded phrase
+    ]
+    assert await storage.search("kickstands -kickstand") == []
+
+
+async def test_stemmed_hits_fill_the_answer_up_to_the_limit(storage: Storage) -> None:
+    await storage.put_context(make_context(1, ["one cat", "two cats", "three cats", "a cat again"]))
+    hits = await storage.search("cat", limit=3)
+    assert [(h.text, h.stemmed) for h in hits] == [
+        ("one cat", False),
+        ("a cat again", False),
+        ("two cats", True),
+    ]
+    assert len(await storage.search("cat", limit=2)) == 2
+    assert all(not h.stemmed for h in await storage.search("cat", limit=2))
+    within = await storage.search("cats", video_ids=["youtube:vid1", "youtube:none"])
+    assert [h.stemmed for h in within] == [False, False, True, True]
+    assert await storage.search("cats", video_ids=["youtube:none"]) == []
+
+
+async def test_highlights_mark_every_matched_word(storage: Storage) -> None:
+    await storage.put_context(make_context(1, ["Rate limits: the RATE limit, then a rate-limit again"]))
+    (hit,) = await storage.search('"rate limit"')
+    assert spans(hit) == ["RATE", "limit", "rate", "limit"]
+    (hit,) = await storage.search('"rate limits"')
+    assert not hit.stemmed and spans(hit) == ["Rate", "limits"]
+    (hit,) = await storage.search("again rate")
+    assert spans(hit) == ["Rate", "RATE", "rate", "again"]
+
+
+async def test_a_common_word_is_ranked_among_its_newest_matches(storage: Storage) -> None:
+    """Past ``WINDOW`` matches a tier ranks only the newest ``WINDOW`` (bounded work), so an old
+    segment BM25 would prefer is not the first hit; with fewer matches it is."""
+    await storage.put_context(make_context(1, ["common common common marker"]))
+    newer = [f"common word number {i} in a sentence" for i in range(WINDOW + 5)]
+    await storage.put_context(make_context(2, newer))
+    hits = await storage.search("common", limit=4)
+    assert all(h.video_id == "youtube:vid2" for h in hits)
+    # Equal scores go in saving order: the oldest four of the newest WINDOW.
+    assert [h.text for h in hits] == newer[5:9]
+    assert (await storage.search("common marker"))[0].video_id == "youtube:vid1"
+    (hit,) = await storage.search("common", video_ids=["youtube:vid1"])
+    assert hit.text == "common common common marker"
+    assert len(await storage.search("common", limit=MAX_LIMIT)) == MAX_LIMIT
 
 
 # --- collections ----------------------------------------------------------------------------------
@@ -866,6 +987,58 @@ async def check_legacy_twins(storage: Storage) -> None:
     await storage.put_collection(msgspec.structs.replace(old2, name="Talks (2)"))
     assert [c.id for c in await storage.find_collections("talks")] == ["col_old1"]
     await taken(storage, make_collection("c_new", name="talks"), "col_old1")
+
+
+LEGACY_TEXTS = ["two kickstands and a wheel", "she baked the bread", "the rate limit again"]
+
+
+def legacy_video_sql() -> list[tuple[str, tuple[object, ...]]]:
+    """A save as stores made before stemming ran it (only ``segments_fts``; run against the 0001
+    and 0002 schema): statements with their parameters."""
+    context = make_context("youtube:legacy", LEGACY_TEXTS, title="Legacy")
+    raw = msgspec.json.encode(context).decode()
+    statements: list[tuple[str, tuple[object, ...]]] = [
+        ("UPDATE sequences SET value = value + 1 WHERE name = 'videos'", ()),
+        (
+            "INSERT INTO videos (id, seq, title, platform, duration_sec, fetched_at, updated_at, context) "
+            "VALUES (?, (SELECT value FROM sequences WHERE name = 'videos'), ?, 'youtube', 60.0, ?, ?, ?)",
+            (context.id, "Legacy", context.fetched_at, context.fetched_at, raw),
+        ),
+    ]
+    for i, text in enumerate(LEGACY_TEXTS):
+        statements.append(
+            (
+                "INSERT INTO segments (video_id, idx, start_sec, end_sec, text) VALUES (?, ?, ?, ?, ?)",
+                (context.id, i, i * 5.0, i * 5.0 + 4.5, text),
+            )
+        )
+    statements.append(
+        (
+            "INSERT INTO segments_fts (rowid, text, video_id, idx) "
+            "SELECT id, text, video_id, idx FROM segments WHERE video_id = ?",
+            (context.id,),
+        )
+    )
+    return statements
+
+
+async def check_legacy_search(storage: Storage) -> None:
+    """A store opened on ``legacy_video_sql()`` plus every migration finds the old segments by stems
+    (the migration filled the stemmed index), and replaces and deletes them cleanly."""
+    await storage.put_context(make_context("youtube:filler", FILLER))
+    (hit,) = await storage.search("kickstand")
+    assert (hit.video_id, hit.text, hit.stemmed) == ("youtube:legacy", "two kickstands and a wheel", True)
+    assert [h.text for h in await storage.search("baking")] == ["she baked the bread"]
+    assert [h.text for h in await storage.search("bread -bakes")] == []
+    await storage.put_context(make_context("youtube:legacy", [*LEGACY_TEXTS, "kickstands again"]))
+    assert [h.text for h in await storage.search("kickstand")] == [
+        "kickstands again",
+        "two kickstands and a wheel",
+    ]
+    assert await storage.delete_context("youtube:legacy")
+    assert await storage.search("kickstand") == []
+    assert await storage.search("bread") == []
+    assert len(await storage.search("apples")) == 10
 
 
 # --- KV -------------------------------------------------------------------------------------------

@@ -295,8 +295,15 @@ class SearchHit(Base):
     end_sec: float
     text: str
     score: float
-    """Higher is better; comparable only within one answer."""
+    """BM25, higher is better: exact hits come first, best first, then stemmed ones, best first.
+    Comparable only within one answer, and within its exact or its stemmed hits."""
     title: str | None = None
+    stemmed: bool = False
+    """``True`` when the passage matches only through English stems ("kickstands" for "kickstand",
+    "baked" for "baking"); such hits come after every exact one."""
+    highlights: list[tuple[int, int]] = []
+    """``[start, end)`` character offsets in ``text`` of the words that matched (the stems'
+    words for a stemmed hit), in order: what a snippet puts in **bold**."""
 
 
 class Schedule(Base):

@@ -67,8 +67,11 @@ class Storage(Protocol):
         self, query: str, *, video_ids: list[str] | None = None, limit: int = 10
     ) -> list[SearchHit]:
         """Segments matching every word of ``query`` (``"quoted phrases"`` kept together,
-        ``-word`` excluded), best first (BM25), at most ``limit``; within ``video_ids`` when given.
-        An empty or operator-only query raises ``bad-request``."""
+        ``-word`` excluded; the language is ``search/query.py``), at most ``limit``, within
+        ``video_ids`` when given: those with the very words first, then those matching only
+        through English stems (``stemmed``), each best first by BM25, a common word ranked among
+        its newest matches (``keyword.py``). A query that is empty, only operators or
+        exclusions, or too long raises ``bad-request``."""
         ...
 
     # --- collections ----------------------------------------------------------------------------

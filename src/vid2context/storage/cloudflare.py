@@ -37,9 +37,10 @@ import msgspec
 
 from ..errors import ErrorCode, VidError
 from ..models import Collection, CollectionItem, Page, SearchHit, VideoContext, VideoSummary
-from . import common
+from ..search.query import parse_query
+from . import common, keyword
 from .base import Blob, summarize
-from .common import build_fts_query, check_blob_key, check_limit, decode_cursor, encode_cursor, parse_query
+from .common import check_blob_key, check_limit, decode_cursor, encode_cursor
 
 __all__ = [
     "INLINE_CONTEXT_BYTES",
@@ -252,9 +253,11 @@ class CloudflareStorage:
                     ),
                 ),
                 d1.statement(common.SQL_DELETE_SEGMENTS_FTS, (context.id,)),
+                d1.statement(common.SQL_DELETE_SEGMENTS_STEM, (context.id,)),
                 d1.statement(common.SQL_DELETE_SEGMENTS, (context.id,)),
                 *(d1.statement(_SQL_INSERT_SEGMENTS, (context.id, chunk)) for chunk in _json_chunks(rows)),
                 d1.statement(common.SQL_INSERT_SEGMENTS_FTS, (context.id,)),
+                d1.statement(common.SQL_INSERT_SEGMENTS_STEM, (context.id,)),
             ]
         )
         old = results[0]["results"]
@@ -268,6 +271,7 @@ class CloudflareStorage:
             [
                 d1.statement(_SQL_BLOB_KEY, (video_id,)),
                 d1.statement(common.SQL_DELETE_SEGMENTS_FTS, (video_id,)),
+                d1.statement(common.SQL_DELETE_SEGMENTS_STEM, (video_id,)),
                 d1.statement(common.SQL_DELETE_SEGMENTS, (video_id,)),
                 d1.statement(common.SQL_DELETE_VIDEO, (video_id,)),
             ]
@@ -297,26 +301,26 @@ class CloudflareStorage:
     async def search(
         self, query: str, *, video_ids: list[str] | None = None, limit: int = 10
     ) -> list[SearchHit]:
-        match = build_fts_query(parse_query(query))
+        parsed = parse_query(query)
         limit = check_limit(limit)
         if video_ids is not None and not video_ids:
             return []
-        within = () if video_ids is None else (common.json_list(list(dict.fromkeys(video_ids))),)
+        within = None if video_ids is None else common.json_list(list(dict.fromkeys(video_ids)))
+        d1 = self._d1
+
+        async def answer(requests: list[keyword.Request]) -> list[object]:  # one round trip a round
+            statements = [d1.statement(*st) for st in keyword.sql_statements(requests, within)]
+            results = await d1.batch(statements)
+            return keyword.sql_answers(requests, [result["results"] for result in results])
+
         try:
-            rows = await self._d1.all(common.search_sql(bool(within)), (match, *within, limit))
-        except Exception as exc:  # pyodide's JsException; the query is built to be valid, be safe anyway
+            return await keyword.drive_async(
+                keyword.plan(parsed, limit=limit, within=within is not None), answer
+            )
+        except Exception as exc:  # pyodide's JsException; the expressions are built to be valid
             if "fts5" not in str(exc):
                 raise
-            raise VidError(
-                ErrorCode.BAD_REQUEST,
-                "The search query is not valid.",
-                hint="Give plain words to search for.",
-            ) from None
-        return [
-            SearchHit(video_id=r["video_id"], start_sec=float(r["start_sec"]), end_sec=float(r["end_sec"]),
-                      text=r["text"], score=float(r["score"]), title=r["title"])
-            for r in rows
-        ]  # fmt: skip
+            raise keyword.invalid_query() from None
 
     # --- collections ----------------------------------------------------------------------------
 

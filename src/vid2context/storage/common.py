@@ -1,30 +1,19 @@
-"""Pure helpers every storage backend shares: cursors, limits, the search query language, BM25,
-and the SQL (with its row mapping) that SQLite and D1 both run.
+"""Pure helpers every storage backend shares: cursors, limits, and the SQL (with its row mapping)
+that SQLite and D1 both run.
 
-Portable (no I/O): the memory, SQLite and Cloudflare backends import these so that a cursor, a
-limit or a query means the same thing on each of them.
-
-The query language is deliberately tiny, and nothing the user types reaches FTS5 as syntax:
-
-- words are ANDed: ``rate limit`` finds segments holding both words;
-- ``"quoted words"`` must appear together, in that order (an unclosed quote runs to the end);
-- ``-word`` or ``-"some words"`` excludes segments that hold them;
-- a chunk that splits into several words (``e-mail``, ``3.14``) counts as a phrase, as FTS5 does.
-
-Words are what SQLite's ``unicode61`` tokenizer (with ``remove_diacritics 2``) calls tokens, so the
-memory backend and FTS5 agree: runs of letters and digits, case-folded, Latin accents removed.
+Portable (no I/O): the memory, SQLite and Cloudflare backends import these so that a cursor or a
+limit means the same thing on each of them. The keyword query language is ``search/query.py``,
+and keyword search itself, the same on every backend, is ``keyword.py``.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import math
 import re
 import string
-import unicodedata
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 
@@ -35,16 +24,16 @@ __all__ = [
     "COLLECTION_COLUMNS",
     "MAX_BLOB_KEY_BYTES",
     "MAX_LIMIT",
-    "MAX_QUERY_CHARS",
-    "MAX_QUERY_PHRASES",
     "SQL_DELETE_SEGMENTS",
     "SQL_DELETE_SEGMENTS_FTS",
+    "SQL_DELETE_SEGMENTS_STEM",
     "SQL_COLLECTIONS_NAMED",
     "SQL_COLLECTION_SELECT",
     "SQL_DELETE_VIDEO",
     "SQL_GET_CONTEXT",
     "SQL_INSERT_SEGMENT",
     "SQL_INSERT_SEGMENTS_FTS",
+    "SQL_INSERT_SEGMENTS_STEM",
     "SQL_LIST_VIDEOS",
     "SQL_NAME_HOLDERS",
     "SQL_NEXT_SEQ",
@@ -52,9 +41,6 @@ __all__ = [
     "SQL_SUMMARIES",
     "SQL_UPSERT_VIDEO",
     "SUMMARY_COLUMNS",
-    "ParsedQuery",
-    "bm25",
-    "build_fts_query",
     "check_blob_key",
     "check_limit",
     "collection_from_row",
@@ -64,12 +50,9 @@ __all__ = [
     "json_list",
     "name_key",
     "name_taken",
-    "parse_query",
     "put_collection_params",
-    "search_sql",
     "segment_params",
     "summary_from_row",
-    "tokenize",
     "video_params",
 ]
 
@@ -77,22 +60,10 @@ MAX_LIMIT = 200
 """The most rows one page or one search answer holds; larger limits are clamped to it."""
 MAX_BLOB_KEY_BYTES = 1024
 """R2's limit on a key, applied everywhere so a key that works locally works at the edge."""
-MAX_QUERY_CHARS = 2000
-MAX_QUERY_PHRASES = 32
 
 _CURSOR_PREFIX = "v1:"
 _MAX_SEQ = 2**63 - 1
 _SEQ = re.compile(r"[1-9][0-9]{0,18}")
-
-# unicode61 token characters: letters, digits, private use; Latin combining accents are part of a
-# token (then removed), every other mark, punctuation, symbol and emoji separates tokens.
-_TOKEN = re.compile(r"(?:[^\W_]|[\u0300-\u036f\ue000-\uf8ff])+")
-_ACCENTS = re.compile(r"[\u0300-\u036f]")
-_CHUNK = re.compile(r'(-?)(?:"([^"]*)(?:"|$)|([^\s"]+))')
-
-# FTS5's bm25() constants.
-_K1 = 1.2
-_B = 0.75
 
 
 def _bad(message: str, hint: str) -> VidError:
@@ -150,92 +121,7 @@ def check_blob_key(key: str) -> str:
     return key
 
 
-# --- search -----------------------------------------------------------------------------------------
-
-
-def tokenize(text: str) -> list[str]:
-    """The tokens FTS5's ``unicode61 remove_diacritics 2`` tokenizer finds in ``text``."""
-    tokens = []
-    for match in _TOKEN.finditer(text):
-        token = match.group()
-        if not token.isascii():
-            token = unicodedata.normalize("NFC", _ACCENTS.sub("", unicodedata.normalize("NFD", token)))
-        token = token.lower()
-        if token:
-            tokens.append(token)
-    return tokens
-
-
-class ParsedQuery(NamedTuple):
-    """A query as phrases of tokens; a single word is a phrase of one token."""
-
-    required: tuple[tuple[str, ...], ...]
-    excluded: tuple[tuple[str, ...], ...]
-
-
-def parse_query(query: str) -> ParsedQuery:
-    """Split ``query`` into required and excluded phrases; ``bad-request`` when it is empty, only
-    exclusions, or too long."""
-    if not isinstance(query, str):
-        raise _bad("The query must be text.", "Pass the words to search for.")
-    if len(query) > MAX_QUERY_CHARS:
-        raise _bad(
-            f"The query is longer than {MAX_QUERY_CHARS} characters.",
-            "Give a few distinctive words or a quoted phrase.",
-        )
-    required: list[tuple[str, ...]] = []
-    excluded: list[tuple[str, ...]] = []
-    for match in _CHUNK.finditer(query):
-        negate, quoted, bare = match.groups()
-        phrase = tuple(tokenize(quoted if quoted is not None else bare))
-        target = excluded if negate else required
-        if phrase and phrase not in target:
-            target.append(phrase)
-    if not required:
-        raise _bad(
-            "The query has no words to search for.", 'Give at least one word to find; "-word" only excludes.'
-        )
-    if len(required) + len(excluded) > MAX_QUERY_PHRASES:
-        raise _bad(
-            f"The query has more than {MAX_QUERY_PHRASES} words and phrases.",
-            "Give a few distinctive words or a quoted phrase.",
-        )
-    return ParsedQuery(tuple(required), tuple(excluded))
-
-
-def build_fts_query(parsed: ParsedQuery) -> str:
-    """The FTS5 MATCH expression for ``parsed``: every phrase quoted, so nothing is syntax.
-
-    Tokens hold only letters and digits, so they never contain a double quote.
-    """
-
-    def quote(phrase: tuple[str, ...]) -> str:
-        return '"' + " ".join(phrase) + '"'
-
-    expression = "(" + " AND ".join(quote(p) for p in parsed.required) + ")"
-    if parsed.excluded:
-        expression += " NOT (" + " OR ".join(quote(p) for p in parsed.excluded) + ")"
-    return expression
-
-
-def bm25(
-    counts: list[int], rows_with: list[int], total_rows: int, row_tokens: int, average_tokens: float
-) -> float:
-    """FTS5's ``bm25()`` for one row, negated so that higher is better.
-
-    ``counts[i]`` is how often phrase ``i`` occurs in the row, ``rows_with[i]`` in how many rows of
-    the whole table it occurs; ``row_tokens`` is the row's length in tokens.
-    """
-    score = 0.0
-    length_norm = _K1 * (1 - _B + _B * row_tokens / (average_tokens or 1.0))
-    for count, hits in zip(counts, rows_with, strict=True):
-        idf = math.log((total_rows - hits + 0.5) / (hits + 0.5))
-        idf = idf if idf > 0 else 1e-6
-        score += idf * count * (_K1 + 1) / (count + length_norm)
-    return score
-
-
-# --- rows and SQL shared by SQLite and D1 (tables in migrations/0001_init.sql) ---------------------
+# --- rows and SQL shared by SQLite and D1 (tables in migrations/) ---------------------
 #
 # Positional ``?`` parameters only (D1 has no named ones), at most 100 per statement (D1's limit).
 
@@ -269,38 +155,25 @@ SQL_UPSERT_VIDEO = (
 SQL_DELETE_SEGMENTS_FTS = (
     "DELETE FROM segments_fts WHERE rowid IN (SELECT id FROM segments WHERE video_id = ?)"
 )
+SQL_DELETE_SEGMENTS_STEM = (
+    "DELETE FROM segments_stem WHERE rowid IN (SELECT id FROM segments WHERE video_id = ?)"
+)
 SQL_DELETE_SEGMENTS = "DELETE FROM segments WHERE video_id = ?"
 SQL_INSERT_SEGMENT = "INSERT INTO segments (video_id, idx, start_sec, end_sec, text) VALUES (?, ?, ?, ?, ?)"
 """Parameters: each of ``segment_params()``; D1 can take up to 20 rows per statement."""
 SQL_INSERT_SEGMENTS_FTS = "INSERT INTO segments_fts (rowid, text, video_id, idx) SELECT id, text, video_id, idx FROM segments WHERE video_id = ?"
+SQL_INSERT_SEGMENTS_STEM = "INSERT INTO segments_stem (rowid, text, video_id) SELECT id, text, video_id FROM segments WHERE video_id = ?"
 SQL_DELETE_VIDEO = "DELETE FROM videos WHERE id = ?"
-"""A save is, in one transaction: NEXT_SEQ, UPSERT_VIDEO, DELETE_SEGMENTS_FTS, DELETE_SEGMENTS,
-INSERT_SEGMENT for each segment, INSERT_SEGMENTS_FTS. A delete: DELETE_SEGMENTS_FTS,
-DELETE_SEGMENTS, DELETE_VIDEO (the index first: FTS5 reads the text it unindexes from ``segments``)."""
+"""A save is, in one transaction: NEXT_SEQ, UPSERT_VIDEO, DELETE_SEGMENTS_FTS, DELETE_SEGMENTS_STEM,
+DELETE_SEGMENTS, INSERT_SEGMENT for each segment, INSERT_SEGMENTS_FTS, INSERT_SEGMENTS_STEM. A
+delete: DELETE_SEGMENTS_FTS, DELETE_SEGMENTS_STEM, DELETE_SEGMENTS, DELETE_VIDEO (the indexes
+first: FTS5 reads the text it unindexes from ``segments``)."""
 
 
 SQL_SUMMARIES = (
     f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM videos WHERE id IN (SELECT value FROM json_each(?))"
 )
 """Parameter: the ids as a JSON list (one parameter however many ids); order the rows in code."""
-
-
-def search_sql(within: bool) -> str:
-    """Parameters: ``build_fts_query()``, then (when ``within``) the video ids as a JSON list,
-    then the limit.
-
-    Ranks and limits inside the FTS index, then joins the few hits to their rows. Equal scores
-    go in the order the segments were saved (their rowids), as in the memory store; ordering by
-    anything stored in a row would read every match's row and double the time of a common word.
-    """
-    restrict = " AND video_id IN (SELECT value FROM json_each(?))" if within else ""
-    return (
-        "SELECT s.video_id, s.start_sec, s.end_sec, s.text, -f.rank_bm25 AS score, v.title FROM ("
-        "SELECT rowid, bm25(segments_fts) AS rank_bm25 FROM segments_fts "
-        f"WHERE segments_fts MATCH ?{restrict} ORDER BY rank_bm25, rowid LIMIT ?"
-        ") AS f JOIN segments AS s ON s.id = f.rowid JOIN videos AS v ON v.id = s.video_id "
-        "ORDER BY f.rank_bm25, f.rowid"
-    )
 
 
 def json_list(values: list[str]) -> str:

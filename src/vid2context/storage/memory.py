@@ -4,8 +4,9 @@ Contexts and collections are kept as encoded JSON, not as live objects, so a cal
 what it got back cannot change what the next caller reads, and so the memory store fails the same
 way the durable ones do when a shape cannot be encoded.
 
-Search is a small BM25 over an inverted index, computed as FTS5's ``bm25()`` computes it, so the
-memory store ranks like SQLite and D1 do; the query language is in ``common.py``.
+Keyword search is ``keyword.plan()``, the algorithm SQLite and D1 run, answered from two inverted
+indexes here (words and their stems, as FTS5's ``unicode61`` and ``porter`` tokenizers make them),
+so the memory store finds and ranks exactly what they do.
 """
 
 from __future__ import annotations
@@ -17,18 +18,10 @@ import msgspec
 
 from ..errors import ErrorCode, VidError
 from ..models import Collection, CollectionItem, Page, SearchHit, VideoContext, VideoSummary
+from ..search.query import Phrase, count_phrase, parse_query, stems, tokenize
+from . import keyword
 from .base import Blob, summarize
-from .common import (
-    bm25,
-    check_blob_key,
-    check_limit,
-    decode_cursor,
-    encode_cursor,
-    name_key,
-    name_taken,
-    parse_query,
-    tokenize,
-)
+from .common import check_blob_key, check_limit, decode_cursor, encode_cursor, name_key, name_taken
 
 __all__ = ["MemoryBlobs", "MemoryKv", "MemoryStorage"]
 
@@ -36,17 +29,15 @@ _encode = msgspec.json.Encoder().encode
 _decode_context = msgspec.json.Decoder(VideoContext).decode
 _decode_collection = msgspec.json.Decoder(Collection).decode
 
-_Key = tuple[str, int]
-"""A segment: (video id, index in the transcript)."""
-
 
 class _Segment(msgspec.Struct, frozen=True):
     order: int
-    """Saving order over all segments: breaks ties between equal scores, as rowids do in SQLite."""
+    """Saving order over all segments, never reused: the rowid SQLite and D1 would give it."""
     start_sec: float
     end_sec: float
     text: str
     tokens: tuple[str, ...]
+    stems: tuple[str, ...]
 
 
 class _Video(msgspec.Struct):
@@ -54,13 +45,6 @@ class _Video(msgspec.Struct):
     summary: VideoSummary
     raw: bytes
     segments: list[_Segment]
-
-
-def _occurrences(tokens: tuple[str, ...], phrase: tuple[str, ...]) -> int:
-    if len(phrase) == 1:
-        return tokens.count(phrase[0])
-    n = len(phrase)
-    return sum(1 for i in range(len(tokens) - n + 1) if tokens[i : i + n] == phrase)
 
 
 def _not_found(collection_id: str) -> VidError:
@@ -78,7 +62,9 @@ class MemoryStorage:
         self._videos: dict[str, _Video] = {}  # insertion order is first-saved order
         self._seq = 0
         self._segment_seq = 1
-        self._postings: dict[str, set[_Key]] = {}
+        self._postings: dict[str, set[int]] = {}  # a word -> the orders of the segments holding it
+        self._stem_postings: dict[str, set[int]] = {}
+        self._owners: dict[int, str] = {}  # a segment's order -> its video's id
         self._total_tokens = 0
         self._total_segments = 0
         self._collections: dict[str, bytes] = {}
@@ -93,32 +79,39 @@ class MemoryStorage:
     async def put_context(self, context: VideoContext) -> None:
         raw = _encode(context)
         summary = summarize(context)
-        segments = [
-            _Segment(self._segment_seq + i, s.start_sec, s.end_sec, s.text, tuple(tokenize(s.text)))
-            for i, s in enumerate(context.transcript.segments if context.transcript else [])
-        ]
+        segments = []
+        for i, s in enumerate(context.transcript.segments if context.transcript else []):
+            words = tokenize(s.text)
+            order = self._segment_seq + i
+            segments.append(
+                _Segment(order, s.start_sec, s.end_sec, s.text, tuple(words), tuple(stems(words)))
+            )
         self._segment_seq += len(segments)
         old = self._videos.get(context.id)
         if old is not None:
-            self._unindex(context.id, old)
+            self._unindex(old)
             old.summary, old.raw, old.segments = summary, raw, segments
             video = old
         else:
             self._seq += 1
             video = self._videos[context.id] = _Video(self._seq, summary, raw, segments)
-        for idx, segment in enumerate(video.segments):
-            for token in set(segment.tokens):
-                self._postings.setdefault(token, set()).add((context.id, idx))
+        for segment in video.segments:
+            for postings, words in ((self._postings, segment.tokens), (self._stem_postings, segment.stems)):
+                for word in set(words):
+                    postings.setdefault(word, set()).add(segment.order)
+            self._owners[segment.order] = context.id
             self._total_tokens += len(segment.tokens)
         self._total_segments += len(video.segments)
 
-    def _unindex(self, video_id: str, video: _Video) -> None:
-        for idx, segment in enumerate(video.segments):
-            for token in set(segment.tokens):
-                keys = self._postings[token]
-                keys.discard((video_id, idx))
-                if not keys:
-                    del self._postings[token]
+    def _unindex(self, video: _Video) -> None:
+        for segment in video.segments:
+            for postings, words in ((self._postings, segment.tokens), (self._stem_postings, segment.stems)):
+                for word in set(words):
+                    orders = postings[word]
+                    orders.discard(segment.order)
+                    if not orders:
+                        del postings[word]
+            del self._owners[segment.order]
             self._total_tokens -= len(segment.tokens)
         self._total_segments -= len(video.segments)
 
@@ -126,7 +119,7 @@ class MemoryStorage:
         video = self._videos.pop(video_id, None)
         if video is None:
             return False
-        self._unindex(video_id, video)
+        self._unindex(video)
         return True
 
     async def list_videos(self, *, limit: int = 50, cursor: str | None = None) -> Page[VideoSummary]:
@@ -153,41 +146,52 @@ class MemoryStorage:
         parsed = parse_query(query)
         limit = check_limit(limit)
         within = None if video_ids is None else set(video_ids)
+        if within is not None and not within:
+            return []
+        plan = keyword.plan(parsed, limit=limit, within=within is not None)
+        return keyword.drive(plan, lambda requests: [self._answer(r, within) for r in requests])
 
-        def matches(phrase: tuple[str, ...]) -> dict[_Key, int]:
-            keys = set.intersection(*(self._postings.get(token, set()) for token in phrase))
-            counts = {key: _occurrences(self._segment(key).tokens, phrase) for key in keys}
-            return {key: count for key, count in counts.items() if count}
-
-        required = [matches(phrase) for phrase in parsed.required]
-        keys = set.intersection(*(set(found) for found in required))
-        for phrase in parsed.excluded:
-            keys -= set(matches(phrase))
-        if within is not None:
-            keys = {key for key in keys if key[0] in within}
-        rows_with = [len(found) for found in required]
-        average = self._total_tokens / self._total_segments if self._total_segments else 0.0
-        scored = []
-        for key in keys:
-            segment = self._segment(key)
-            counts = [found[key] for found in required]
-            score = bm25(counts, rows_with, self._total_segments, len(segment.tokens), average)
-            scored.append((-score, segment.order, key))
-        scored.sort()
-        return [
-            SearchHit(
-                video_id=video_id,
-                start_sec=(segment := self._segment((video_id, idx))).start_sec,
-                end_sec=segment.end_sec,
-                text=segment.text,
-                score=-negated,
-                title=self._videos[video_id].summary.title,
+    def _answer(self, request: keyword.Request, within: set[str] | None) -> object:
+        """``request`` answered from the indexes, as ``keyword.sql_statements`` answers it."""
+        if isinstance(request, keyword.Stats):
+            saved = [video.segments for video in self._videos.values() if video.segments]
+            orders = [order for segments in saved for order in (segments[0].order, segments[-1].order)]
+            return keyword.LibraryStats(
+                self._total_segments, self._total_tokens, min(orders, default=0), max(orders, default=0)
             )
-            for negated, _, (video_id, idx) in scored[:limit]
-        ]
+        if isinstance(request, keyword.RowsWith):
+            newest = sorted(self._holding(request.phrase, request.stemmed), reverse=True)[: keyword.WINDOW]
+            return len(newest), (newest[-1] if newest else None)
+        found = set.intersection(*(self._holding(phrase, request.stemmed) for phrase in request.required))
+        for phrase in request.excluded:
+            found -= self._holding(phrase, request.stemmed)
+        if within is not None:
+            found = {order for order in found if self._owners[order] in within}
+        return [self._candidate(order) for order in sorted(found, reverse=True)[: keyword.WINDOW]]
 
-    def _segment(self, key: _Key) -> _Segment:
-        return self._videos[key[0]].segments[key[1]]
+    def _holding(self, phrase: Phrase, stemmed: bool) -> set[int]:
+        """The orders of the segments holding ``phrase``: word for word, or by stems."""
+        postings = self._stem_postings if stemmed else self._postings
+        words = tuple(stems(list(phrase))) if stemmed else phrase
+        found = set.intersection(*(postings.get(word, set()) for word in words))
+        if len(words) == 1:
+            return found
+        return {order for order in found if count_phrase(list(self._words(order, stemmed)), words)}
+
+    def _segment(self, order: int) -> _Segment:
+        video = self._videos[self._owners[order]]
+        return video.segments[order - video.segments[0].order]
+
+    def _words(self, order: int, stemmed: bool) -> tuple[str, ...]:
+        segment = self._segment(order)
+        return segment.stems if stemmed else segment.tokens
+
+    def _candidate(self, order: int) -> keyword.Candidate:
+        video_id = self._owners[order]
+        s = self._segment(order)
+        return keyword.Candidate(
+            order, video_id, s.start_sec, s.end_sec, s.text, self._videos[video_id].summary.title
+        )
 
     # --- collections ----------------------------------------------------------------------------
 
@@ -245,7 +249,14 @@ class MemoryStorage:
         return [msgspec.structs.replace(item) for item in items]
 
     async def close(self) -> None:
-        for mapping in (self._videos, self._postings, self._collections, self._items):
+        for mapping in (
+            self._videos,
+            self._postings,
+            self._stem_postings,
+            self._owners,
+            self._collections,
+            self._items,
+        ):
             mapping.clear()
 
 

@@ -35,9 +35,10 @@ import msgspec
 
 from ..errors import ErrorCode, VidError
 from ..models import Collection, CollectionItem, Page, SearchHit, VideoContext, VideoSummary
-from . import common
+from ..search.query import parse_query
+from . import common, keyword
 from .base import Blob, summarize
-from .common import build_fts_query, check_blob_key, check_limit, decode_cursor, encode_cursor, parse_query
+from .common import check_blob_key, check_limit, decode_cursor, encode_cursor
 
 __all__ = [
     "DEFAULT_FILE",
@@ -254,15 +255,18 @@ class SQLiteStorage:
             conn.execute(common.SQL_NEXT_SEQ, (context.id,))
             conn.execute(common.SQL_UPSERT_VIDEO, params)
             conn.execute(common.SQL_DELETE_SEGMENTS_FTS, (context.id,))
+            conn.execute(common.SQL_DELETE_SEGMENTS_STEM, (context.id,))
             conn.execute(common.SQL_DELETE_SEGMENTS, (context.id,))
             conn.executemany(common.SQL_INSERT_SEGMENT, common.segment_params(context))
             conn.execute(common.SQL_INSERT_SEGMENTS_FTS, (context.id,))
+            conn.execute(common.SQL_INSERT_SEGMENTS_STEM, (context.id,))
 
         await self.database.write(work)
 
     async def delete_context(self, video_id: str) -> bool:
         def work(conn: sqlite3.Connection) -> bool:
             conn.execute(common.SQL_DELETE_SEGMENTS_FTS, (video_id,))
+            conn.execute(common.SQL_DELETE_SEGMENTS_STEM, (video_id,))
             conn.execute(common.SQL_DELETE_SEGMENTS, (video_id,))
             return conn.execute(common.SQL_DELETE_VIDEO, (video_id,)).rowcount > 0
 
@@ -293,30 +297,25 @@ class SQLiteStorage:
     async def search(
         self, query: str, *, video_ids: list[str] | None = None, limit: int = 10
     ) -> list[SearchHit]:
-        match = build_fts_query(parse_query(query))
+        parsed = parse_query(query)
         limit = check_limit(limit)
         if video_ids is not None and not video_ids:
             return []
-        within = () if video_ids is None else (common.json_list(list(dict.fromkeys(video_ids))),)
+        within = None if video_ids is None else common.json_list(list(dict.fromkeys(video_ids)))
 
-        def work(conn: sqlite3.Connection) -> list[sqlite3.Row]:
-            return conn.execute(common.search_sql(bool(within)), (match, *within, limit)).fetchall()
+        def work(conn: sqlite3.Connection) -> list[SearchHit]:  # every round in one read snapshot
+            def answer(requests: list[keyword.Request]) -> list[object]:
+                statements = keyword.sql_statements(requests, within)
+                return keyword.sql_answers(requests, [conn.execute(*st).fetchall() for st in statements])
+
+            return keyword.drive(keyword.plan(parsed, limit=limit, within=within is not None), answer)
 
         try:
-            rows = await self.database.read(work)
-        except sqlite3.OperationalError as exc:  # the query is built to be valid; be safe anyway
+            return await self.database.read(work)
+        except self.database.driver.OperationalError as exc:  # the expressions are built to be valid
             if "fts5" not in str(exc):
                 raise
-            raise VidError(
-                ErrorCode.BAD_REQUEST,
-                "The search query is not valid.",
-                hint="Give plain words to search for.",
-            ) from None
-        return [
-            SearchHit(video_id=r["video_id"], start_sec=r["start_sec"], end_sec=r["end_sec"], text=r["text"],
-                      score=r["score"], title=r["title"])
-            for r in rows
-        ]  # fmt: skip
+            raise keyword.invalid_query() from None
 
     # --- collections ----------------------------------------------------------------------------
 
