@@ -25,17 +25,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from typing import Any, Protocol
-from urllib.parse import quote
 
 import httpx
 import msgspec
 
+from ...cloudflare_api import run_url
 from ...ctx import Ctx
 from ...errors import ErrorCode, VidError
 from ...models import ChatMessage, Usage
 from ...providers.speech import RungError, response_error, transport_error
 from ...providers.whisper_openai import request_timeout
-from ...search.embedders.workers_ai import DEFAULT_BASE_URL
 from .base import (
     LLM_WORDING,
     Completion,
@@ -184,8 +183,7 @@ class WorkersAILlm(_Rung):
         self.enabled = bool(account_id and api_token)
         self._http = http
         self._token = api_token or ""
-        base = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        self._url = f"{base}/accounts/{quote(account_id or '', safe='')}/ai/run/{WORKERS_AI_LLM_MODEL}"
+        self._url = run_url(base_url, account_id, WORKERS_AI_LLM_MODEL)
 
     def _post(self, body: dict[str, Any], ctx: Ctx) -> httpx.Request:
         return self._http.build_request(
