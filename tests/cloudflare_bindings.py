@@ -57,7 +57,10 @@ Approximated
       multipart uploads, ranges and conditional gets.
     - ``AI.run(model, inputs)`` posts ``inputs`` to a Workers AI REST endpoint and answers its
       ``result``; an error answer raises ``JsException`` as the binding's rejection does. Only the
-      call shape is the binding's: limits and errors are whatever that endpoint answers.
+      call shape is the binding's: limits and errors are whatever that endpoint answers. With
+      ``stream: true`` it resolves to a ``ReadableStream`` of the endpoint's event-stream bytes
+      (``getReader().read()`` gives ``{done, value}``; a ``Uint8Array`` value is approximated by
+      bytes with ``to_bytes()``), as the binding's does.
 """
 
 from __future__ import annotations
@@ -85,6 +88,7 @@ __all__ = [
     "R2Bucket",
     "R2Object",
     "R2ObjectBody",
+    "ReadableStream",
     "WorkersAi",
 ]
 
@@ -434,14 +438,22 @@ class WorkersAi:
         self._account = account
         self.calls = 0
 
-    async def run(self, model: str, inputs: Any, *options: Any, **kwargs: Any) -> JsObject:
+    async def run(self, model: str, inputs: Any, *options: Any, **kwargs: Any) -> JsObject | ReadableStream:
         _reject_positional_options("AI.run", options)
         if not isinstance(inputs, dict):
             raise TypeError("AI.run(): inputs must be an object (pyodide.ffi.to_js on Cloudflare)")
         self.calls += 1
         url = f"{self._base_url}/client/v4/accounts/{self._account}/ai/run/{model}"
-        async with httpx.AsyncClient(transport=HarnessTransport(), timeout=120) as client:
-            response = await client.post(url, json=inputs)
+        client = httpx.AsyncClient(transport=HarnessTransport(), timeout=120)
+        try:
+            response = await client.send(client.build_request("POST", url, json=inputs), stream=True)
+            if response.status_code == 200 and inputs.get("stream") is True:
+                return ReadableStream(client, response)  # the stream now owns the client
+            await response.aread()
+        except BaseException:
+            await client.aclose()
+            raise
+        await client.aclose()
         try:
             payload = response.json()
         except ValueError:
@@ -451,6 +463,42 @@ class WorkersAi:
             message = (errors[0] or {}).get("message") or f"status {response.status_code}"
             raise JsException("InferenceUpstreamError", f"{response.status_code}: {message}")
         return _wrap(payload["result"])
+
+
+class ReadableStream:
+    """The ``ReadableStream`` that ``AI.run(model, {..., stream: true})`` resolves to: the REST
+    answer's server-sent event bytes, read with ``getReader()``, each ``read()`` a
+    ``{done, value}`` whose ``value`` is a ``Uint8Array`` (``to_bytes()``, as on a ``JsBuffer``)."""
+
+    def __init__(self, client: httpx.AsyncClient, response: httpx.Response) -> None:
+        self._client = client
+        self._response = response
+        self._chunks = response.aiter_raw()
+        self.canceled = False
+
+    def getReader(self) -> _StreamReader:  # noqa: N802  the JavaScript name
+        return _StreamReader(self)
+
+    async def _close(self) -> None:
+        await self._response.aclose()
+        await self._client.aclose()
+
+
+class _StreamReader:
+    def __init__(self, stream: ReadableStream) -> None:
+        self._stream = stream
+
+    async def read(self) -> JsObject:
+        try:
+            chunk = await anext(self._stream._chunks)
+        except StopAsyncIteration:
+            await self._stream._close()
+            return JsObject({"done": True, "value": None})
+        return JsObject({"done": False, "value": JsArrayBuffer(chunk)})
+
+    async def cancel(self) -> None:
+        self._stream.canceled = True
+        await self._stream._close()
 
 
 class CloudflareEnv:

@@ -430,15 +430,24 @@ async def test_skip_off_is_the_whole_transcript(client: Client) -> None:
     assert "x-data-attribution" not in response.headers
 
 
-async def test_translate_needs_the_translation_layer(client: Client, youtube: HTTPXMock) -> None:
-    response = await client.get(f"{API}/transcript", params={"url": VIDEO, "lang": "de", "translate": "1"})
-    body = assert_error(response, ErrorCode.BAD_REQUEST)
-    assert "lang" in body["error"]["hint"] and "availableLanguages" in body["error"]["hint"]
-    assert upstream(youtube) == []
+async def test_translate_takes_the_platform_track_first_and_needs_a_language(
+    client: Client, youtube: HTTPXMock
+) -> None:
+    """The video has a de track: translate=1 answers it as it is, with no language model set up
+    (translation itself is tests/test_translate.py's)."""
+    found = await client.get(f"{API}/transcript", params={"url": VIDEO, "lang": "de", "translate": "1"})
+    assert found.status_code == 200 and found.headers["content-language"] == "de"
+    assert "language model" not in found.text
+    fetched = len(upstream(youtube))
+    body = assert_error(
+        await client.get(f"{API}/transcript", params={"url": VIDEO, "translate": "1"}), ErrorCode.BAD_REQUEST
+    )
+    assert "lang=" in body["error"]["hint"]
     assert_error(
         await client.get(f"{API}/transcript", params={"url": VIDEO, "translate": "please"}),
         ErrorCode.BAD_REQUEST,
     )
+    assert len(upstream(youtube)) == fetched  # bad requests cost no upstream call
     assert (await client.get(f"{API}/transcript", params={"url": VIDEO, "translate": "0"})).status_code == 200
 
 
@@ -969,17 +978,19 @@ async def test_models_lists_the_rungs_and_the_default_policy(make_app: MakeApp) 
     assert response.status_code == 200
     body = response.json()
     assert body["defaultPolicy"] == "free"
-    # Speech-to-text and embedding rungs so far: listed with what they need, off without their keys.
+    # Speech-to-text, embedding and language-model rungs: listed with what they need, off without
+    # their keys (the MCP client's own model needs none, and is off outside an MCP call).
     assert [m["kind"] for m in body["models"]] == sorted(
-        (m["kind"] for m in body["models"]), key=["stt", "embed"].index
+        (m["kind"] for m in body["models"]), key=["stt", "embed", "llm"].index
     )
-    assert {m["kind"] for m in body["models"]} == {"stt", "embed"}
-    assert all(m["enabled"] is False and m["requires"] for m in body["models"])
-    for kind in ("stt", "STT", "embed"):
+    assert {m["kind"] for m in body["models"]} == {"stt", "embed", "llm"}
+    assert all(m["enabled"] is False for m in body["models"])
+    assert all(m["requires"] for m in body["models"] if m["id"] != "llm/mcp-sampling/client")
+    for kind in ("stt", "STT", "embed", "llm"):
         wanted = kind.lower()
         listed = (await client.get(f"{API}/models", params={"kind": kind})).json()["models"]
         assert listed == [m for m in body["models"] if m["kind"] == wanted] != []
-    for kind in ("llm", "video", "visual"):
+    for kind in ("video", "visual"):
         assert (await client.get(f"{API}/models", params={"kind": kind})).json()["models"] == []
     quality = (await make_app(VID2CONTEXT_POLICY="quality")).client
     assert (await quality.get(f"{API}/models")).json()["defaultPolicy"] == "quality"

@@ -303,7 +303,7 @@ async def test_list_models_tool_shows_the_embed_rungs(runtimes: Runtimes, fake: 
     assert body["models"][1]["embedding"] == {"modelId": "nomic-embed-text", "dim": None, "pooling": "server"}
     assert KEY not in str(body)
     kinds = [m["kind"] for m in everything.structured_content["models"]]
-    assert "embed" in kinds and "stt" in kinds and kinds == sorted(kinds, key=["stt", "embed"].index)
+    assert "embed" in kinds and "stt" in kinds and kinds == sorted(kinds, key=["stt", "embed", "llm"].index)
 
 
 async def test_the_local_runtime_lists_the_local_rung_first(

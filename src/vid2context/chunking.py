@@ -46,6 +46,7 @@ __all__ = [
     "PassthroughPrep",
     "RetryPlan",
     "SttPlan",
+    "all_or_first_error",
     "merge",
     "retrying",
     "transcribe_audio",
@@ -233,11 +234,11 @@ async def transcribe_audio(
             ctx.progress("stt", done / total, f"{rung.id}: piece {done} of {total} transcribed")
             return result
 
-        results = await _all_or_first_error([one(chunk) for chunk in chunks])
+        results = await all_or_first_error([one(chunk) for chunk in chunks])
     return _require_words(merge(chunks, results, producer=rung.id), rung, audio)
 
 
-async def _all_or_first_error(calls: list[Awaitable[Transcript]]) -> list[Transcript]:
+async def all_or_first_error(calls: list[Awaitable[T]]) -> list[T]:
     """Every result in order; on the first failure the others are cancelled and it is raised."""
     try:
         async with asyncio.TaskGroup() as group:

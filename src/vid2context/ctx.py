@@ -2,7 +2,8 @@
 
 Server objects hold no per-request state; everything that belongs to one call lives here: its
 deadline, its abort signal, a memo that lets providers share one upstream response between the
-metadata and captions stages, and a progress callback. Providers call ``ctx.check()`` between
+metadata and captions stages, a progress callback, and the calling client's own model when an MCP
+client can lend it (sampling). Providers call ``ctx.check()`` between
 upstream requests so an aborted or expired call stops doing work.
 """
 
@@ -36,6 +37,9 @@ class Ctx:
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self.progress_callback = progress
         self.memo: dict[Any, Any] = {}
+        self.caller_model: Any = None
+        """The calling MCP client's own model (``answers.llm.sampling.SamplingLlm``), set by the
+        MCP layer for its tool calls; ``answers.llm.ladder.plan_llm`` offers it as a rung."""
         self._abort = asyncio.Event()
         self._abort_reason: str | None = None
 
@@ -59,16 +63,17 @@ class Ctx:
         """Raise if the call was aborted or its deadline passed; cheap enough to call often."""
         if self._abort.is_set():
             if self._abort_reason == "timeout":
-                raise self._timeout_error()
+                raise self.timeout_error()
             raise VidError(
                 ErrorCode.CANCELED,
                 "The call was canceled.",
                 hint="Repeat the call if its answer is still needed; nothing was lost.",
             )
         if self.deadline is not None and time.monotonic() >= self.deadline:
-            raise self._timeout_error()
+            raise self.timeout_error()
 
-    def _timeout_error(self) -> VidError:
+    def timeout_error(self) -> VidError:
+        """The error for this call's deadline passing (also raised by ``check``)."""
         return VidError(
             ErrorCode.TIMEOUT,
             "The call ran out of time.",

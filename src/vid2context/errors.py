@@ -81,6 +81,7 @@ STEPS: dict[str, tuple[str, str]] = {
     "add_videos": ("POST /api/v1/collections/{id}/items", "add_to_collection"),
     "rungs": ("GET /api/v1/health", "list_models"),
     "embed_rungs": ("GET /api/v1/models?kind=embed", "list_models with kind=embed"),
+    "llm_rungs": ("GET /api/v1/models?kind=llm", "list_models with kind=llm"),
     "library": ("GET /api/v1/library", "resources/list"),
     "metadata": ("GET /api/v1/metadata", "get_metadata"),
     "formats": ("GET /api/v1/formats", "list_formats"),

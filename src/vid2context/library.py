@@ -35,6 +35,7 @@ from typing import Any
 import msgspec
 
 from . import batch, pipeline
+from .answers.translate import delete_translations
 from .batch import OnEvent
 from .collections_io import (
     MAX_NAME_CHARS,
@@ -139,12 +140,13 @@ async def get_video(runtime: Runtime, video_id: str) -> VideoContext:
 
 
 async def delete_video(runtime: Runtime, video_id: str) -> None:
-    """Forget a saved video and its vectors in every space (collections keep their items; it drops
-    out of their ``videos``). The vectors go first: should that fail, the video is still there to
-    delete again, rather than gone with vectors that would still be found."""
+    """Forget a saved video, its vectors in every space and its translations (collections keep
+    their items; it drops out of their ``videos``). Those go first: should that fail, the video is
+    still there to delete again, rather than gone with vectors that would still be found."""
     key = normalize_video_id(video_id)
     if runtime.vectors is not None:
         await runtime.vectors.delete_video(key)
+    await delete_translations(runtime.blobs, key)
     if not await runtime.storage.delete_context(key):
         raise VidError(ErrorCode.NOT_FOUND, f"{key[:80]} is not in the library.", hint=_LIBRARY_HINT)
 

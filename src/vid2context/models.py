@@ -27,6 +27,7 @@ __all__ = [
     "Base",
     "CaptionTrack",
     "Chapter",
+    "ChatMessage",
     "Collection",
     "CollectionDefinition",
     "CollectionItem",
@@ -35,6 +36,7 @@ __all__ = [
     "Embeddings",
     "FailedInput",
     "Kind",
+    "ModelChoice",
     "Mode",
     "Origin",
     "Page",
@@ -53,6 +55,7 @@ __all__ = [
     "Thumbnail",
     "Timing",
     "Transcript",
+    "Usage",
     "VideoContext",
     "VideoMetadata",
     "VideoRef",
@@ -81,10 +84,22 @@ Timing = Literal["word", "caption", "segment-approx"]
 """How precise the timestamps are: per word, per caption cue, or approximate segment bounds."""
 
 Stage = Literal[
-    "input", "cache", "metadata", "captions", "audio", "stt", "items", "comments", "save", "embed", "rerank"
+    "input",
+    "cache",
+    "metadata",
+    "captions",
+    "audio",
+    "stt",
+    "items",
+    "comments",
+    "save",
+    "embed",
+    "rerank",
+    "llm",
 ]
 """``audio`` is fetching the sound for speech-to-text; ``stt`` one speech-to-text rung; ``embed`` one
-embedding rung; ``rerank`` one reranking rung of a search."""
+embedding rung; ``rerank`` one reranking rung of a search; ``llm`` one language-model rung (a
+translation, an answer)."""
 
 AttemptOutcome = Literal["ok", "error", "skipped"]
 
@@ -199,6 +214,36 @@ class Transcript(Base):
     instead (the best track), and ``available_languages`` lists the languages there are."""
     available_languages: list[str] = []
     """The languages of the caption tracks the platform (or the file) offers, when known."""
+    translated: bool = False
+    """The words are a language model's translation of another track (``translate=1``), each
+    segment at its source's times; ``note`` says from which track and by which rung."""
+
+
+class ChatMessage(Base, frozen=True, forbid_unknown_fields=True):
+    """One turn of a conversation with a language model, as every LLM rung takes it."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class Usage(Base, frozen=True):
+    """Tokens a language model counted for one answer, as the service reported them."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class ModelChoice(Base, frozen=True, forbid_unknown_fields=True):
+    """Which language model answers a request: ``{rung, strict?}`` or ``{policy}`` on the wire.
+
+    ``rung`` (an id from ``/models?kind=llm``) starts with that rung and, unless ``strict``, falls
+    back along the policy's ladder; ``policy`` (``free``, ``quality``, ``local-only``) orders the
+    ladder for this request. One of the two, never both: ``answers.llm.ladder.plan_llm`` checks."""
+
+    rung: str | None = None
+    strict: bool = False
+    policy: str | None = None
 
 
 class CaptionTrack(Base):

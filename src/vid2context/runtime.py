@@ -19,6 +19,8 @@ from typing import Any, Protocol
 import httpx
 
 from . import __version__
+from .answers.llm.base import LanguageModel, LlmPlan
+from .answers.llm.rungs import hosted_llms
 from .chunking import SttPlan
 from .errors import ErrorCode, VidError
 from .jobs import JobQueue
@@ -92,6 +94,12 @@ class Runtime:
     """How embedding rungs are fed: batch size and retries."""
     rerank: list[Any] = field(default_factory=list)
     """The reranking ladder in order (``search/rerankers.py``): search with ``rerank=1`` walks it."""
+    llm: list[LanguageModel] = field(default_factory=list)
+    """The language-model rungs, disabled ones included, in their order within a tier
+    (``answers/llm/rungs.py``); ``answers.llm.ladder.plan_llm`` orders them by policy per request
+    and adds the calling MCP client's model when there is one."""
+    llm_plan: LlmPlan = field(default_factory=LlmPlan)
+    """How language-model rungs are retried."""
     keep_alive: KeepAlive | None = None
     """The platform's way to keep a background task alive past its request (``waitUntil`` on the
     Worker); ``None`` when the process outlives its requests anyway."""
@@ -176,6 +184,7 @@ def build_runtime(
                 base_url=settings.cloudflare_base_url,
             )
         ],
+        llm=hosted_llms(settings, client),
     )
     runtime.sources.append(UploadProvider(runtime))
     return runtime
@@ -285,13 +294,15 @@ def build_worker_runtime(env: Any) -> Runtime:
     """The runtime of a Cloudflare Python Worker, from its ``env``: settings from its vars and
     secrets, the library in D1 (``DB``), small values in KV (``KV``), bytes in R2 (``BUCKET``),
     window vectors in Vectorize (``VECTORS``, optional: without it there is no vector index),
-    speech-to-text and embeddings through Workers AI (``AI``, optional) in place of its REST rungs.
+    speech-to-text, embeddings and the language model through Workers AI (``AI``, optional) in
+    place of its REST rungs.
 
     Built once per isolate (the Worker runs the app's lifespan around every request, so this must
     not be redone per request): one httpx client, and the app is made with ``owns_runtime=False``.
     There is no ffmpeg here, so audio is never cut: an upload too large for one speech-to-text
     request is refused with ``too-large`` and a hint (``chunking.PassthroughPrep``).
     """
+    from .answers.llm.workers_ai import WorkersAIBindingLlm, WorkersAILlm
     from .providers.whisper_workers_ai import WorkersAIBindingWhisper, WorkersAIWhisper
     from .search.embedders.workers_ai import WorkersAIBindingEmbedder, WorkersAIEmbedder
     from .storage.cloudflare import CloudflareAi, CloudflareKv, CloudflareStorage, R2Blobs
@@ -317,6 +328,12 @@ def build_worker_runtime(env: Any) -> Runtime:
     embedders = [rung for rung in runtime.embed if not isinstance(rung, WorkersAIEmbedder)]
     runtime.embed = ordered_embedders([WorkersAIBindingEmbedder(binding_ai), *embedders])
     runtime.rerank = [WorkersAIBindingReranker(binding_ai)]  # in place of the REST rung, as above
+    # Groq over plain httpx, as the Worker's bundle (no groq SDK) would pick anyway; the binding in
+    # place of the REST rung, as for speech-to-text and embeddings.
+    runtime.llm = [
+        WorkersAIBindingLlm(binding_ai) if isinstance(rung, WorkersAILlm) else rung
+        for rung in hosted_llms(settings, runtime.http, groq_sdk=False)
+    ]
     return runtime
 
 

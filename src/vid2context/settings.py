@@ -162,7 +162,11 @@ SETTINGS: tuple[Setting, ...] = (
         "policy",
         "str",
         "free",
-        "Default model policy reported by GET /api/v1/models: free, quality or local-only.",
+        "How the language-model ladder is ordered when a request does not choose: free (the MCP "
+        "client's own model, then models on this machine, free tiers, keyless, paid), quality (paid, "
+        "then the large hosted models, then the client's, keyless, local) or local-only (models on "
+        "this machine and the MCP client's own, nothing else). GET /api/v1/models reports it.",
+        choices=("free", "quality", "local-only"),
     ),
     Setting(
         "VID2CONTEXT_KEYLESS",
@@ -363,11 +367,45 @@ SETTINGS: tuple[Setting, ...] = (
         "is the model Workers AI serves).",
     ),
     Setting(
+        "VID2CONTEXT_LLM_URL",
+        "llm_url",
+        "str",
+        None,
+        "OpenAI-compatible chat API for the language-model rung: its base URL "
+        "(http://127.0.0.1:11434/v1 for Ollama, to which /chat/completions is added) or the full "
+        ".../chat/completions URL. An address on this machine or its network counts as local.",
+    ),
+    Setting(
+        "VID2CONTEXT_LLM_KEY",
+        "llm_key",
+        "str",
+        None,
+        "Bearer key for the OpenAI-compatible chat API; set alone, the API is OpenAI's. Without a key "
+        "a public endpoint counts as keyless.",
+    ),
+    Setting(
+        "VID2CONTEXT_LLM_MODEL",
+        "llm_model",
+        "str",
+        "gpt-4o-mini",
+        "Model name sent to the OpenAI-compatible chat API (llama3.2 or qwen2.5 for Ollama).",
+    ),
+    Setting(
+        "VID2CONTEXT_LLM_CONTEXT_TOKENS",
+        "llm_context_tokens",
+        "int",
+        8192,
+        "Context window, in tokens, of the OpenAI-compatible chat model: how much text one request "
+        "may carry (translation batches are cut to fit). 1024 to 10000000.",
+        bounds=(1024, 10_000_000),
+    ),
+    Setting(
         "GROQ_API_KEY",
         "groq_api_key",
         "str",
         None,
-        "Groq API key: turns on the Groq Whisper rung (whisper-large-v3-turbo, free tier).",
+        "Groq API key: turns on the Groq rungs, Whisper (whisper-large-v3-turbo) and the language "
+        "model (llama-3.3-70b-versatile), on the free tier.",
     ),
     Setting(
         "GROQ_BASE_URL",
@@ -381,7 +419,8 @@ SETTINGS: tuple[Setting, ...] = (
         "cloudflare_account_id",
         "str",
         None,
-        "Cloudflare account id for the Workers AI rungs, Whisper and embeddings (with CLOUDFLARE_API_TOKEN).",
+        "Cloudflare account id for the Workers AI rungs, Whisper, embeddings and the language model "
+        "(with CLOUDFLARE_API_TOKEN).",
     ),
     Setting(
         "CLOUDFLARE_API_TOKEN",
@@ -389,7 +428,7 @@ SETTINGS: tuple[Setting, ...] = (
         "str",
         None,
         "Cloudflare API token with Workers AI access: turns on the Workers AI rungs (Whisper, "
-        "embeddings) locally.",
+        "embeddings, the language model) locally.",
     ),
     Setting(
         "CLOUDFLARE_BASE_URL",
@@ -446,6 +485,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     embed_dim: int | None = None
     embed_on_save: bool = True
     rerank_model: str | None = None
+    llm_url: str | None = None
+    llm_key: str | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_context_tokens: int = 8192
     groq_api_key: str | None = None
     groq_base_url: str | None = None
     cloudflare_account_id: str | None = None

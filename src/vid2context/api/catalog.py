@@ -12,6 +12,10 @@ import msgspec
 from litestar import Request, get
 from litestar.params import QueryParameter
 
+from ..answers.llm.base import LanguageModel
+from ..answers.llm.ladder import known_rungs
+from ..answers.llm.rungs import listed
+from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
 from ..formats import FormatInfo, format_infos
 from ..models import Base
@@ -27,6 +31,9 @@ __all__ = [
     "ModelsResponse",
     "embedding_info",
     "formats",
+    "llm_capabilities",
+    "llm_ladder",
+    "model_rungs",
     "models",
 ]
 
@@ -64,7 +71,8 @@ class ModelInfo(Base, kw_only=True):
     label: str
     """The model id after its last ``/``."""
     tier: str
-    """``keyless``, ``free`` (a free account key) or ``paid``."""
+    """``local`` (this machine), ``caller`` (the MCP client's own model), ``free`` (a free account
+    key), ``keyless`` or ``paid``."""
     enabled: bool
     requires: list[str] = msgspec.field(default_factory=list)
     capabilities: list[str] = msgspec.field(default_factory=list)
@@ -77,11 +85,23 @@ class ModelsResponse(Base, kw_only=True):
     default_policy: str
 
 
-def model_rungs(runtime: Runtime) -> list[ModelInfo]:
+def llm_capabilities(rung: LanguageModel) -> list[str]:
+    """``chat``, ``stream`` when it streams natively, and its context window in tokens."""
+    return ["chat", *(["stream"] if rung.streams else []), f"context:{rung.context_tokens}"]
+
+
+def llm_ladder(runtime: Runtime, ctx: Ctx | None = None) -> list[LanguageModel]:
+    """Every language-model rung of this call in the default policy's order, the rungs that policy
+    leaves out after it (the MCP client's model comes from ``ctx``, disabled without one)."""
+    return listed(known_rungs(runtime, ctx), runtime.settings.policy)
+
+
+def model_rungs(runtime: Runtime, ctx: Ctx | None = None) -> list[ModelInfo]:
     """Every model rung the runtime knows, in ladder order.
 
-    Speech-to-text, then embedding rungs (captions are source providers, not models); each
-    ladder adds its rungs here when it lands.
+    Speech-to-text, embedding, then language-model rungs (captions are source providers, not
+    models); the MCP client's own model is enabled only in an MCP call whose client can sample
+    (``ctx.caller_model``).
     """
     stt = [
         ModelInfo(
@@ -112,7 +132,21 @@ def model_rungs(runtime: Runtime) -> list[ModelInfo]:
         )
         for rung in runtime.embed
     ]
-    return [*stt, *embed]
+    llm = [
+        ModelInfo(
+            id=rung.id,
+            kind="llm",
+            service=rung.service,
+            model=rung.model,
+            label=rung.model.rsplit("/", 1)[-1],
+            tier=rung.tier,
+            enabled=rung.enabled,
+            requires=list(rung.requires),
+            capabilities=llm_capabilities(rung),
+        )
+        for rung in llm_ladder(runtime, ctx)
+    ]
+    return [*stt, *embed, *llm]
 
 
 @get("/api/v1/formats", sync_to_thread=False)
@@ -127,7 +161,9 @@ def models(
     kind: Annotated[str | None, QueryParameter(description="llm, stt, embed, video or visual.")] = None,
 ) -> ModelsResponse:
     """Model rungs (optionally of one ``kind``) and the default policy; embedding rungs
-    (``kind=embed``) carry the space of their vectors in ``embedding``."""
+    (``kind=embed``) carry the space of their vectors in ``embedding``, language-model rungs
+    (``kind=llm``) ``stream`` among their capabilities when they stream. The MCP client's own model
+    (MCP sampling) is listed disabled here: only an MCP call has one."""
     wanted = None
     if kind is not None and kind.strip():
         wanted = kind.strip().lower()

@@ -14,7 +14,7 @@ from .. import __version__
 from ..formats import FORMATTERS
 from ..runtime import Runtime
 from ..search.indexing import IndexFailure, VectorStatus, coverage, last_failure
-from .catalog import EmbeddingInfo, embedding_info
+from .catalog import EmbeddingInfo, embedding_info, llm_ladder
 
 __all__ = [
     "HealthFormat",
@@ -24,6 +24,7 @@ __all__ = [
     "HealthSearch",
     "embed_providers",
     "health",
+    "llm_providers",
     "stt_providers",
 ]
 
@@ -49,11 +50,11 @@ class HealthRung(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=Tru
 
 class HealthProvider(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     id: str
-    kind: Literal["source", "stt", "embed", "storage"]
+    kind: Literal["source", "stt", "embed", "llm", "storage"]
     name: str
     enabled: bool
     rungs: list[HealthRung] | None = None
-    """Speech-to-text and embedding entries only: their rungs in ladder order."""
+    """Speech-to-text, embedding and language-model entries only: their rungs in ladder order."""
 
 
 class HealthSearch(VectorStatus, kw_only=True):
@@ -101,6 +102,7 @@ async def health(request: Request) -> HealthResponse:
             *(HealthProvider(id=p.id, kind="source", name=p.name, enabled=True) for p in runtime.sources),
             *stt_providers(runtime),
             *embed_providers(runtime),
+            *llm_providers(runtime),
         ],
         search=await _search(runtime),
     )
@@ -116,8 +118,14 @@ def embed_providers(runtime: Runtime) -> list[HealthProvider]:
     return _grouped("embed", [(rung, embedding_info(rung)) for rung in runtime.embed])
 
 
+def llm_providers(runtime: Runtime) -> list[HealthProvider]:
+    """The language-model rungs grouped by provider, in the default policy's order (the MCP
+    client's own model is disabled here: only an MCP call has one)."""
+    return _grouped("llm", [(rung, None) for rung in llm_ladder(runtime)])
+
+
 def _grouped(
-    kind: Literal["stt", "embed"], rungs: list[tuple[Any, EmbeddingInfo | None]]
+    kind: Literal["stt", "embed", "llm"], rungs: list[tuple[Any, EmbeddingInfo | None]]
 ) -> list[HealthProvider]:
     groups: dict[str, HealthProvider] = {}
     for rung, embedding in rungs:

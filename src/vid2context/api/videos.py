@@ -21,6 +21,7 @@ from litestar.datastructures import ResponseHeader
 from litestar.openapi import ResponseSpec
 from litestar.params import QueryParameter
 
+from ..answers.translate import translate_context
 from ..errors import ErrorCode, VidError
 from ..formats import FORMATTERS, RenderOptions, render_view
 from ..models import Base, Comment, VideoContext, VideoMetadata, VideoRef
@@ -158,9 +159,19 @@ async def transcript(
     skip: Annotated[
         str | None, QueryParameter(description="SponsorBlock categories; not available yet.")
     ] = None,
-    translate: Annotated[str | None, QueryParameter(description="1 to translate; not available yet.")] = None,
+    translate: Annotated[
+        str | None,
+        QueryParameter(
+            description="1: when the video has no track in lang, a language model translates the best "
+            "one, every segment at its own time (saved, so a repeat is not translated again)."
+        ),
+    ] = None,
 ) -> Response[str]:
-    """The transcript rendered by the chosen formatter, with its MIME type as ``Content-Type``."""
+    """The transcript rendered by the chosen formatter, with its MIME type as ``Content-Type``.
+
+    With ``lang``, the platform's track in that language (or its own translation into it) comes
+    first; ``translate=1`` has a language model translate the best track when there is neither
+    (``translated: true``, a ``Track`` line in the header saying from what and by which rung)."""
     source = require_url(url)
     formatter = parse_format(format)
     checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
@@ -171,17 +182,18 @@ async def transcript(
             "SponsorBlock skipping (skip=) is not available yet.",
             hint="Leave skip out to get the whole transcript.",
         )
-    if parse_bool("translate", translate):
+    llm = parse_bool("translate", translate)
+    if llm and checked_lang is None:
         raise VidError(
             ErrorCode.BAD_REQUEST,
-            "translate=1 needs the translation layer, which is not installed.",
-            hint="Leave translate out, and give lang as a language the video has a track in "
-            "(GET /api/v1/context lists them in transcript.availableLanguages).",
+            "translate=1 needs the language to translate into.",
+            hint="Give lang as a BCP-47 tag (lang=de), or leave translate out.",
         )
     runtime = runtime_of(request)
-    found = await get_context(
-        runtime, source, mode=checked_mode, lang=checked_lang, ctx=request_ctx(request, runtime)
-    )
+    ctx = request_ctx(request, runtime)
+    found = await get_context(runtime, source, mode=checked_mode, lang=checked_lang, ctx=ctx)
+    if checked_lang is not None:
+        found = await translate_context(runtime, found, checked_lang, llm=llm, ctx=ctx)
     language = found.transcript.language if found.transcript else None
     return text_response(render_view(found, formatter, options), formatter.mime_type, language=language)
 

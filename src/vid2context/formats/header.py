@@ -25,9 +25,10 @@ the title, what the result covers, where the words came from and the link patter
     # Me at the zoo · The elephants, 0:10–0:19 of 0:19 · manual captions, en · moment links: https://www.youtube.com/watch?v=jNQXAC9IVRw&t=<seconds>s
 
 Both add a ``- Track:`` line only when it tells the agent something: the words are not in the
-language it asked for, or they come from an automatic or translated track. Lines whose values are
-unknown are left out; a video without a URL shows ``- Source: <id>``. Every value is folded onto
-one line, so a title or note cannot add lines of its own.
+language it asked for, or they come from an automatic or translated track (the platform's
+translation, or a language model's: ``translated``, which the Transcript line names too). Lines
+whose values are unknown are left out; a video without a URL shows ``- Source: <id>``. Every value
+is folded onto one line, so a title or note cannot add lines of its own.
 
 No token count is printed here: a header cannot know the size of the result it heads (a page, a
 section, a pack), so the counts are stated where they are measured, in the closing line of a page
@@ -94,7 +95,7 @@ def track_news(transcript: Transcript, asked: str | None) -> str | None:
     call asked for), or an automatic or translated track. ``None`` for the usual case, a manual
     track in the language asked for (or in the video's own, when none was asked)."""
     other = bool(asked and transcript.language and _primary(asked) != _primary(transcript.language))
-    automatic = transcript.origin in ("captions-auto", "captions-translated")
+    automatic = transcript.origin in ("captions-auto", "captions-translated") or transcript.translated
     if not (other or automatic):
         return None
     if note := one_line(transcript.note, 200):
@@ -112,6 +113,8 @@ def _origin(transcript: Transcript | None) -> str:
     if transcript is None:
         return "no transcript"
     parts = [ORIGIN_LABELS.get(transcript.origin, transcript.origin)]
+    if transcript.translated:
+        parts[0] += " translated by a language model"
     if language := one_line(transcript.language):
         parts.append(language)
     return ", ".join(parts)

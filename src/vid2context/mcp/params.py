@@ -27,6 +27,7 @@ __all__ = [
     "OptionalCollection",
     "Timestamps",
     "To",
+    "Translate",
     "Url",
     "Urls",
     "int_range",
@@ -88,6 +89,14 @@ Language = Annotated[
     Field(
         description="Preferred transcript language, BCP-47 (en, de, pt-BR); default: the video's own.",
         json_schema_extra={"maxLength": 35},
+    ),
+]
+Translate = Annotated[
+    bool,
+    Field(
+        description="With language: when the video has no track in it, a language model translates the "
+        "best one, every segment keeping its time (saved, so asking again costs nothing); your own "
+        "model answers when your client can sample. Default false: the best track as it is.",
     ),
 ]
 MaxTokens = Annotated[

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import base64
 from typing import Any, Protocol
-from urllib.parse import quote
 
 import httpx
 import msgspec
 
+from ..cloudflare_api import run_path
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
 from ..models import Transcript
@@ -147,9 +147,8 @@ class WorkersAIWhisper:
         if self.max_bytes is not None and audio.size is not None and audio.size > self.max_bytes:
             raise status_error("Workers AI", 413)
         ctx.check()
-        # Not `ai.run()`: SDK 5.x percent-encodes the slashes of the model name in the path, which
-        # the API answers with "No route for that URI" (cloudflare/cloudflare-python#2718).
-        path = f"/accounts/{quote(self._account_id, safe='')}/ai/run/{self.model}"
+        # Not `ai.run()`: SDK 5.x percent-encodes the slashes of the model name in the path.
+        path = run_path(self._account_id, self.model)
         try:
             response = await self._client().post(
                 path, cast_to=httpx.Response, body=inputs, options={"timeout": request_timeout(ctx)}

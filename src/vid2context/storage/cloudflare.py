@@ -29,7 +29,7 @@ import asyncio
 import functools
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -504,3 +504,25 @@ class CloudflareAi:
 
     async def run(self, model: str, inputs: dict[str, Any]) -> Any:
         return _py(await self._ai.run(model, _to_js(inputs)))
+
+    async def stream(self, model: str, inputs: dict[str, Any]) -> AsyncIterator[bytes]:
+        """``run`` with ``stream: true``: the binding answers a ``ReadableStream`` of server-sent
+        events, read here chunk by chunk (``getReader``; each chunk a ``Uint8Array``) as bytes.
+        The reader is released when the caller stops early, which cancels the stream."""
+        stream = await self._ai.run(model, _to_js({**inputs, "stream": True}))
+        reader = stream.getReader()
+        finished = False
+        try:
+            while True:
+                chunk = await reader.read()
+                if chunk.done:
+                    finished = True
+                    return
+                value = chunk.value
+                yield value.to_bytes() if hasattr(value, "to_bytes") else bytes(value)
+        finally:
+            if not finished:
+                try:
+                    await reader.cancel()
+                except Exception:  # noqa: BLE001  a stream that already failed cannot be canceled
+                    pass

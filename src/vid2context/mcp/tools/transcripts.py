@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from mcp.server.mcpserver import Context
 
+from ...answers.translate import translate_context
 from ...api.catalog import FormatsResponse
 from ...errors import ErrorCode, VidError
 from ...formats import FORMATTERS, Formatter, RenderOptions, format_infos, get_formatter
@@ -21,10 +22,11 @@ from ...outline import Costs, Outline, Section, get_section, outline
 from ...pipeline import get_context, get_metadata, resolve, run_rung
 from ...runtime import Runtime
 from ..paging import page_size, parse_cursor
-from ..params import Chapter, Cursor, Format, From, Language, MaxTokens, Mode, Timestamps, To, Url
+from ..params import Chapter, Cursor, Format, From, Language, MaxTokens, Mode, Timestamps, To, Translate, Url
 from ..reading import Reading
 from ..results import JsonReply, Reply, output_schema
 from ..runs import Run
+from ..sampling import with_caller_model
 from ..toolkit import ContractTool, Deps, define
 from .common import (
     check_budget,
@@ -73,7 +75,7 @@ def _formatter(format_id: str, *, single: bool) -> Formatter:
 
 def _given(**values: object) -> dict[str, object]:
     """The arguments a call gave, by their contract names, leaving out those at their defaults."""
-    defaults = {"format": "text", "timestamps": True, "mode": "auto"}
+    defaults = {"format": "text", "timestamps": True, "mode": "auto", "translate": False}
     return {
         name: value for name, value in values.items() if value is not None and defaults.get(name) != value
     }
@@ -110,10 +112,12 @@ def tools(deps: Deps) -> list[ContractTool]:
         language: Language = None,
         max_tokens: MaxTokens = None,
         cursor: Cursor = None,
+        translate: Translate = False,
     ) -> Reply:
         """The transcript of a video. Text format: one [m:ss] line per segment (timestamps=false:
         paragraphs) under the source header, which gives the link for any moment once (put the
-        seconds in its <seconds>).
+        seconds in its <seconds>). With language, the platform's track in it comes first; with
+        translate=true as well, a language model translates the best track when there is none.
 
         Costs about {per_hour} tokens per hour of speech ({per_hour_plain} without timestamps): for a video
         longer than a few minutes call get_outline first (it states what this and each chapter
@@ -126,6 +130,12 @@ def tools(deps: Deps) -> list[ContractTool]:
         checked_mode, lang, budget = check_mode(mode), check_language(language), check_budget(max_tokens)
         if cursor is not None:
             parse_cursor(cursor, 1 << 40)  # only the form, before any fetch
+        if translate and lang is None:
+            raise VidError(
+                ErrorCode.BAD_REQUEST,
+                "translate needs the language to translate into.",
+                hint="Give language as a BCP-47 tag (de, pt-BR), or leave translate out.",
+            )
         options = RenderOptions(timestamps=timestamps, asked=lang)
         args = {
             "url": url,
@@ -135,6 +145,7 @@ def tools(deps: Deps) -> list[ContractTool]:
             "language": lang,
             "maxTokens": budget,
             "cursor": cursor,
+            "translate": translate,
         }
         given = _given(
             url=url,
@@ -143,11 +154,15 @@ def tools(deps: Deps) -> list[ContractTool]:
             mode=checked_mode,
             language=lang,
             maxTokens=budget,
+            translate=translate,
         )
         size = page_size(runtime, budget)
 
         async def work(run: Run) -> Reply:
-            context = await get_context(runtime, url, mode=checked_mode, lang=lang, ctx=run.ctx())
+            job = with_caller_model(run.ctx(), ctx)
+            context = await get_context(runtime, url, mode=checked_mode, lang=lang, ctx=job)
+            if lang is not None:
+                context = await translate_context(runtime, context, lang, llm=translate, ctx=job)
             reading = Reading(context, formatter, options, size, ("get_transcript", given), notes(context))
             return reading.page(cursor)[0]
 

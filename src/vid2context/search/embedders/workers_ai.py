@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 import msgspec
 
+from ...cloudflare_api import DEFAULT_BASE_URL, run_url
 from ...ctx import Ctx
 from ...errors import ErrorCode, VidError
 from ...models import Pooling
@@ -58,7 +58,6 @@ MODEL_ID = "BAAI/bge-small-en-v1.5"
 DIM = 384
 POOLING: Pooling = "cls"
 MAX_BATCH = 100
-DEFAULT_BASE_URL = "https://api.cloudflare.com/client/v4"
 READ_TIMEOUT_S = 60.0
 """One batch of 100 windows comes back in a second or two; a minute is a service in trouble."""
 REQUIRES = ("CLOUDFLARE_ACCOUNT_ID", "CLOUDFLARE_API_TOKEN")
@@ -117,8 +116,7 @@ class WorkersAIEmbedder(_Rung):
         self.enabled = bool(account_id and api_token)
         self._http = http
         self._token = api_token or ""
-        base = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        self._url = f"{base}/accounts/{quote(account_id or '', safe='')}/ai/run/{WORKERS_AI_MODEL}"
+        self._url = run_url(base_url, account_id, WORKERS_AI_MODEL)
 
     async def embed(self, texts: list[str], ctx: Ctx) -> Sequence[Sequence[float]]:
         ctx.check()
