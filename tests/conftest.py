@@ -6,9 +6,14 @@ where it came from); tests read it from there and never touch the network.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# fastembed (and the Hugging Face hub under it) read only what is on disk: a test that reaches a
+# named model's download fails at once, in this process and in every CLI or server it starts.
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 # The offline embedding test model's folder (all-MiniLM-L6-v2 from two dev packages): `embed_model_dir`.
 from .embed_model import embed_model_dir  # noqa: F401

@@ -225,7 +225,11 @@ class FastEmbedder:
             if self._loaded is not None:
                 return self._loaded
             from fastembed import TextEmbedding
+            from loguru import logger
 
+            # fastembed logs each failed download to stderr itself; the failure reaches the caller
+            # as this rung's error with its hint, and a CLI's stderr stays its own.
+            logger.disable("fastembed")
             try:
                 if self._folder is not None:
                     self._loaded = TextEmbedding(
