@@ -437,12 +437,15 @@ class WorkersAi:
         self._base_url = base_url.rstrip("/")
         self._account = account
         self.calls = 0
+        self.models: list[str] = []
+        """The model of every call, in order (a save embeds through the same binding)."""
 
     async def run(self, model: str, inputs: Any, *options: Any, **kwargs: Any) -> JsObject | ReadableStream:
         _reject_positional_options("AI.run", options)
         if not isinstance(inputs, dict):
             raise TypeError("AI.run(): inputs must be an object (pyodide.ffi.to_js on Cloudflare)")
         self.calls += 1
+        self.models.append(model)
         url = f"{self._base_url}/client/v4/accounts/{self._account}/ai/run/{model}"
         client = httpx.AsyncClient(transport=HarnessTransport(), timeout=120)
         try:

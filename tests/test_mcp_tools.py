@@ -37,6 +37,7 @@ from vid2context.settings import load_settings
 from vid2context.storage.memory import MemoryStorage
 from vid2context.tokens import estimate_tokens
 
+from .mcp_catalogue import TOOLS
 from .pages import reassembles
 from .runtimes import ON_WORKER_TOO, Runtimes
 from .youtube_replay import PLAYLIST_ID, httpx_callback
@@ -46,25 +47,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.httpx_mock(assert_all_responses_wer
 VIDEO = "GJLlxj_dtq8"  # recorded: manual English captions, ten chapters
 LONG = "LongVideo01"  # built here: two hours, chapters, speakers, empty and zero-length segments
 PLAIN = "PlainVideo1"  # built here: forty minutes, no chapters
-TOOLS = {
-    "search_transcript",
-    "get_transcript",
-    "get_metadata",
-    "list_formats",
-    "get_outline",
-    "get_section",
-    "list_caption_languages",
-    "list_items",
-    "get_comments",
-    "export_context_pack",
-    "list_models",
-    "list_collections",
-    "create_collection",
-    "add_to_collection",
-    "get_collection",
-    "export_obsidian",
-    "get_job",
-}
 STRUCTURED = {
     "list_formats",
     "get_outline",

@@ -1,0 +1,24 @@
+"""The MCP tools the server lists, by name: one set for every test that checks the catalogue (in
+process, over stdio and over HTTP), so a new tool is named once here."""
+
+from __future__ import annotations
+
+TOOLS = {
+    "search_transcript",
+    "get_transcript",
+    "get_metadata",
+    "list_formats",
+    "get_outline",
+    "get_section",
+    "list_caption_languages",
+    "list_items",
+    "get_comments",
+    "export_context_pack",
+    "list_models",
+    "list_collections",
+    "create_collection",
+    "add_to_collection",
+    "get_collection",
+    "export_obsidian",
+    "get_job",
+}
