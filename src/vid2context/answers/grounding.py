@@ -104,7 +104,7 @@ def check_question(question: object) -> str:
         raise VidError(
             ErrorCode.TOO_LARGE,
             f"The question is {len(question):,} characters long; at most {MAX_QUESTION_CHARS:,} are taken.",
-            hint="Ask a shorter question; the answer is grounded in the videos, so their text need not be "
+            hint="Give a shorter question; the answer is grounded in the videos, so their text need not be "
             "pasted in.",
         )
     return question.strip()
@@ -458,8 +458,8 @@ async def ground(
                 f"The collection {view.name!r} has no saved videos"
                 + (" among the inputs." if inputs else "."),
                 hint=per_surface(
-                    rest="Add videos with POST /api/v1/collections/{id}/items first, or ask about inputs.",
-                    mcp="Add videos with add_to_collection first, or ask about urls.",
+                    rest="Add videos with POST /api/v1/collections/{id}/items first, or name the videos in inputs.",
+                    mcp="Add videos with add_to_collection first, or name the videos in urls.",
                 ),
             )
         scope.collection = view.id
