@@ -31,6 +31,7 @@ from .hint_steps import problems, surfaces
 from .retrieval_set import talks
 from .runtimes import Runtimes
 from .test_ask_api import KICKSTAND, NO_CAPTIONS, QUESTION, QUIET, citing, library
+from .test_mcp_tools import text_of
 from .youtube_replay import httpx_callback
 
 pytestmark = [
@@ -50,10 +51,6 @@ SOURCE_LINE = re.compile(
 def fake() -> Iterator[FakeLlm]:
     with FakeLlm(reply=citing) as server:
         yield server
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(block.text for block in result.content)
 
 
 def nested_error(result: Any) -> dict[str, Any]:
