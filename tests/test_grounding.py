@@ -23,6 +23,7 @@ from vid2context.answers.grounding import (
     MAX_HISTORY_TURNS,
     MAX_QUESTION_CHARS,
     MAX_SOURCE_TOKENS,
+    MAX_SOURCES,
     Grounding,
     check_history,
     check_question,
@@ -38,7 +39,7 @@ from vid2context.mcp.fences import unfence
 from vid2context.models import ChatMessage
 from vid2context.runtime import Runtime
 
-from .retrieval_set import TALKS, talks
+from .retrieval_set import TALKS, distractors, talks
 from .runtimes import Runtimes
 
 pytestmark = pytest.mark.anyio
@@ -82,6 +83,10 @@ async def test_sources_stay_within_the_budget_and_the_rest_is_counted(runtimes: 
     runtime = await library(runtimes)
     found = await grounded(runtime, "battery kickstand starter inverter rail", budget=700)
     assert found.source_tokens <= 700 and found.left_out > 0
+    for talk in distractors():  # hours of talk about batteries: more passages than are given
+        await runtime.storage.put_context(talk)
+    roomy = await grounded(runtime, "battery winter charging", budget=MAX_SOURCE_TOKENS)
+    assert len(roomy.sources) == MAX_SOURCES and roomy.left_out > 0  # more found than are given
 
 
 async def test_a_collection_narrows_the_scope(runtimes: Runtimes) -> None:

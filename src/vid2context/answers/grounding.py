@@ -14,9 +14,10 @@
    fused by reciprocal rank (the all-words list counts twice).
 3. **Passages.** Each hit grows to about ``PASSAGE_TOKENS`` of its neighbouring segments (a
    vector hit keeps its window); passages of one video that touch are merged.
-4. **Fit.** The best passages are kept while they fit ``budget`` (``source_budget``: the smallest
-   window of the rungs that may answer, less their answer, the instructions, history and
-   question, at most ``MAX_SOURCE_TOKENS``); the rest are counted in ``left_out``. No map-reduce:
+4. **Fit.** The best passages, at most ``MAX_SOURCES``, are kept while they fit ``budget``
+   (``source_budget``: the smallest window of the rungs that may answer, less their answer, the
+   instructions, history and question, at most ``MAX_SOURCE_TOKENS``); the rest are counted in
+   ``left_out``. No map-reduce:
    the retrieval already keeps what matters, so a collection larger than any window is answered
    from its best passages. Only when not even the best passage fits is it ``too-large``, with a
    hint to shorten the history or the question, or to choose a rung with a larger window.
@@ -55,6 +56,7 @@ from .llm.base import LanguageModel, LlmOptions, output_budget
 __all__ = [
     "MAX_HISTORY_TURNS",
     "MAX_QUESTION_CHARS",
+    "MAX_SOURCES",
     "MAX_SOURCE_TOKENS",
     "PASSAGE_TOKENS",
     "Grounding",
@@ -77,6 +79,10 @@ MAX_HISTORY_TURNS = 100
 MAX_SOURCE_TOKENS = 6000
 """The most source text one answer is given, however large the window: past this the best
 passages are already in, and more text only dilutes them (and costs the caller)."""
+MAX_SOURCES = 10
+"""The most passages one answer is given: vector search always finds its top hits, relevant or
+not, and past the best ten a passage adds more noise than support (a question about everything,
+a summary, is what the spread fallback is for)."""
 PASSAGE_TOKENS = 200
 """About a minute of speech around each hit: enough for the sentence to make sense."""
 WANTED = 24
@@ -405,6 +411,8 @@ def _fit(passages: list[_Passage], budget: int) -> tuple[list[Source], int, int]
     used = 0
     smallest: int | None = None
     for passage in passages:
+        if len(sources) >= MAX_SOURCES:
+            break
         candidate = _source(len(sources) + 1, passage)
         if used + candidate.tokens > budget:
             smallest = candidate.tokens if smallest is None else min(smallest, candidate.tokens)
