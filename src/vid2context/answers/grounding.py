@@ -65,6 +65,7 @@ __all__ = [
     "check_question",
     "ground",
     "messages",
+    "search_words",
     "source_block",
     "source_budget",
     "source_label",
