@@ -86,9 +86,7 @@ def sampling_model(asked: list[Any]) -> Any:
         system = params.system_prompt or ""
         request = Request(path="", auth=None, body={"messages": [{"role": "system", "content": system}]})
         beyond = len(source_numbers(request)) + 5
-        text = (
-            f"The kickstand bends to 165 degrees so the bike leans safely [1]. It is also purple [{beyond}]."
-        )
+        text = f"The kickstand bends to 165 degrees so the bike leans safely [1, {beyond}]. It is also purple [{beyond}]."
         return types.CreateMessageResult(
             role="assistant",
             content=types.TextContent(type="text", text=text),
