@@ -29,7 +29,7 @@ from vid2context.tokens import estimate_tokens
 from .fake_llm import FakeLlm, Request, source_numbers
 from .hint_steps import problems, surfaces
 from .retrieval_set import talks
-from .runtimes import Runtimes
+from .runtimes import ON_WORKER_TOO, Runtimes
 from .test_ask_api import KICKSTAND, NO_CAPTIONS, QUESTION, QUIET, citing, library
 from .test_mcp_tools import text_of
 from .youtube_replay import httpx_callback
@@ -97,6 +97,7 @@ def sampling_model(asked: list[Any]) -> Any:
     return sample
 
 
+@ON_WORKER_TOO
 async def test_ask_answers_with_source_lines_from_a_server_rung(runtimes: Runtimes, fake: FakeLlm) -> None:
     runtime = await library(runtimes, fake)
     async with Client(create_mcp(runtime)) as mcp:

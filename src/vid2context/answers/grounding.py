@@ -212,7 +212,7 @@ def _too_large(budget: int, needed: int) -> VidError:
         f"best passage needs {needed:,}.",
         hint=per_surface(
             rest="Send a shorter history or question, lower maxTokens, or choose a rung with a larger window "
-            "with model.rung (GET /api/v1/models lists their contextTokens).",
+            "with model.rung (GET /api/v1/models gives each rung's window as context:N).",
             mcp="Ask a shorter question, or tell the user to set up a language model with a larger context "
             "window; do not retry unchanged.",
         ),
