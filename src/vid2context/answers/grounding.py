@@ -13,7 +13,8 @@
    (longest first, at most ``WORD_QUERIES``) is also searched by keyword alone. The lists are
    fused by reciprocal rank (the all-words list counts twice).
 3. **Passages.** Each hit grows to about ``PASSAGE_TOKENS`` of its neighbouring segments (a
-   vector hit keeps its window); passages of one video that touch are merged.
+   vector hit keeps its window); passages of one video that touch are merged while they stay
+   within ``MAX_PASSAGE_TOKENS``, and kept apart (without their shared segments) past it.
 4. **Fit.** The best passages, at most ``MAX_SOURCES``, are kept while they fit ``budget``
    (``source_budget``: the smallest window of the rungs that may answer, less their answer, the
    instructions, history and question, at most ``MAX_SOURCE_TOKENS``); the rest are counted in
@@ -86,6 +87,9 @@ not, and past the best ten a passage adds more noise than support (a question ab
 a summary, is what the spread fallback is for)."""
 PASSAGE_TOKENS = 200
 """About a minute of speech around each hit: enough for the sentence to make sense."""
+MAX_PASSAGE_TOKENS = 600
+"""Neighbouring hits merge into one passage up to this size; past it they stay apart, so a stretch
+of many hits never becomes one passage too large for the budget."""
 WANTED = 24
 """Hits asked of each search; more than ever fit ``MAX_SOURCE_TOKENS``."""
 WORD_QUERIES = 8
@@ -343,16 +347,36 @@ async def _passages(runtime: Runtime, hits: list[_Found]) -> list[_Passage]:
             last = _segment_at(segments, at, hit.window[1] - 1e-3)
         else:
             first, last = _grow(segments, _segment_at(segments, at, hit.start_sec))
-        merged = next(
-            (p for p in by_video.get(hit.video_id, []) if first <= p.last + 1 and last >= p.first - 1), None
-        )
-        if merged is not None:
-            merged.first, merged.last = min(merged.first, first), max(merged.last, last)
+        span = _place(segments, by_video.get(hit.video_id, []), first, last)
+        if span is None:
             continue
+        first, last = span
         passage = _Passage(context, first, last, hit.score)
         out.append(passage)
         by_video.setdefault(hit.video_id, []).append(passage)
     return out
+
+
+def _place(
+    segments: Sequence[Segment], others: list[_Passage], first: int, last: int
+) -> tuple[int, int] | None:
+    """Where a new passage goes among ``others`` of its video: merged into one it touches while
+    the two stay within ``MAX_PASSAGE_TOKENS`` (``None``: nothing new), else its own range without
+    their segments (``None`` when nothing is left)."""
+    for other in others:
+        if first > other.last + 1 or last < other.first - 1:
+            continue
+        low, high = min(other.first, first), max(other.last, last)
+        if sum(estimate_tokens(s.text) for s in segments[low : high + 1]) <= MAX_PASSAGE_TOKENS:
+            other.first, other.last = low, high
+            return None
+        if first >= other.first:
+            first = max(first, other.last + 1)
+        else:
+            last = min(last, other.first - 1)
+        if first > last:
+            return None
+    return first, last
 
 
 def _spread(contexts: Sequence[VideoContext], budget: int) -> list[_Passage]:
