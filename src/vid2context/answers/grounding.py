@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError, per_surface
 from ..formats.blocks import link_at, one_line
-from ..mcp.fences import begin_line, end_line, new_id
 from ..models import AnswerSource, Attempt, ChatMessage, Segment, VideoContext
 from ..runtime import Runtime
 from ..search.engine import SearchRequest, search
@@ -541,6 +540,8 @@ def source_label(source: Source) -> str:
 
 def source_block(sources: Sequence[Source]) -> tuple[str, str]:
     """The sources as numbered blocks inside one untrusted-text fence, and the fence's id."""
+    from ..mcp.fences import begin_line, end_line, new_id  # inside: mcp/ is loaded only when used
+
     body = "\n\n".join(f"{source_label(s)}\n{s.text}" for s in sources)
     fence_id = new_id(body)
     return f"{begin_line(fence_id, 'sources')}\n{body}\n{end_line(fence_id)}", fence_id
