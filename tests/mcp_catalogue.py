@@ -5,6 +5,7 @@ from __future__ import annotations
 
 TOOLS = {
     "search_transcript",
+    "ask",
     "get_transcript",
     "get_metadata",
     "list_formats",
