@@ -64,6 +64,9 @@ TOOLS = {
     "get_collection",
     "export_obsidian",
     "get_job",
+    "research_videos",
+    "get_key_moments",
+    "get_video_context",
 }
 STRUCTURED = {
     "list_formats",
@@ -75,6 +78,7 @@ STRUCTURED = {
     "create_collection",
     "add_to_collection",
     "get_collection",
+    "get_video_context",
 }
 WRITES = {"create_collection", "add_to_collection", "export_obsidian"}
 SINGLE_FORMATS = [f.id for f in FORMATTERS.values() if not f.combines_videos]
