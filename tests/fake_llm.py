@@ -31,7 +31,8 @@ a status or ``None`` out) answers that status to the requests it picks; ``break_
 next stream stop after its first word, without a finish or ``[DONE]``, as a dropped connection does.
 
 What it answers is ``reply(request)``: by default ``echo`` (``You said: <the last user message>``);
-a test sets its own (``translator`` below reads our numbered-line prompts). Answers stream one
+a test sets its own (``translator`` below reads our numbered-line prompts; ``timed_lines`` the
+``[m:ss] text`` transcripts key moments and overviews send, for ``json_reply`` to answer from). Answers stream one
 word per chunk, so a test can see that a stream came in pieces without timing anything.
 """
 
@@ -45,11 +46,23 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-__all__ = ["GROQ_MODEL", "WORKERS_AI_MODEL", "FakeLlm", "Request", "echo", "numbered", "translator"]
+__all__ = [
+    "GROQ_MODEL",
+    "WORKERS_AI_MODEL",
+    "FakeLlm",
+    "Request",
+    "echo",
+    "json_reply",
+    "numbered",
+    "system_of",
+    "timed_lines",
+    "translator",
+]
 
 GROQ_MODEL = "llama-3.3-70b-versatile"
 WORKERS_AI_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fast"
 _NUMBERED = re.compile(r"^\[(\d+)\] (.*)$")
+_TIMED = re.compile(r"^\[(\d+(?::\d\d){1,2})\] (.*)$")
 
 
 @dataclass
@@ -97,6 +110,32 @@ def translator(tag: str = "de") -> Reply:
 
     def reply(request: Request) -> str:
         return "\n".join(f"[{n}] {tag}: {text}" for n, text in numbered(request))
+
+    return reply
+
+
+def timed_lines(request: Request) -> list[tuple[str, str]]:
+    """The ``[m:ss] text`` lines of the first user message: (the time as written, the text)."""
+    users = [
+        m.get("content", "") for m in request.messages if isinstance(m, dict) and m.get("role") == "user"
+    ]
+    first = users[0] if users else ""
+    return [(m.group(1), m.group(2)) for line in first.splitlines() if (m := _TIMED.match(line))]
+
+
+def system_of(request: Request) -> str:
+    return "\n".join(
+        str(m.get("content", ""))
+        for m in request.messages
+        if isinstance(m, dict) and m.get("role") == "system"
+    )
+
+
+def json_reply(answer: Callable[[Request], Any]) -> Reply:
+    """A model that answers ``answer(request)`` as JSON text (a list of moments, say)."""
+
+    def reply(request: Request) -> str:
+        return json.dumps(answer(request))
 
     return reply
 

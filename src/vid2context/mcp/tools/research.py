@@ -55,8 +55,8 @@ from .common import describe_costs, long_call, notes
 __all__ = ["RESEARCH_COSTS", "OverviewFacts", "render_moments", "render_overview", "render_research", "tools"]
 
 RESEARCH_COSTS: dict[str, int] = {
-    "research_base": 60,
-    "research_per_excerpt": 150,
+    "research_base": 150,
+    "research_per_excerpt": 250,
     "moments_base": 80,
     "moments_per_moment": 60,
     "brief": BRIEF_TOKENS,
@@ -137,7 +137,7 @@ def render_research(result: ResearchResult) -> tuple[str, list[str]]:
         ours.append(f"Not included: {failure.input[:80]} ({failure.code}: {failure.message}){hint}")
     meta = result.meta
     sides = " and ".join(meta.sides)
-    why = f"; vector search {meta.vector}: {meta.vector_reason}" if meta.vector_reason else ""
+    why = f"; vector search {meta.vector}: {meta.vector_reason.rstrip('.')}" if meta.vector_reason else ""
     count = sum(len(video.excerpts) for video in result.results)
     ours.append(
         f"Research: {count} excerpt{'s' if count != 1 else ''} in {len(result.results)} video"
