@@ -19,8 +19,10 @@ evenly over the video. More than ``parts.MAX_PARTS`` parts is ``too-large``.
 
 - its time reads as a time (``90``, ``1:30``, ``1:02:05``) inside the video: from 0 to the end of
   the last segment (or the duration, when later), else it is dropped as ``outside the video``;
-- it is then snapped to the start of the segment it falls in (the last one starting at or before
-  it), so every ``startSec`` is a real segment's;
+- it is then snapped to the start of the segment it names, so every ``startSec`` is a real
+  segment's: a whole second names the first segment labelled with it in the prompt (``[0:01]``
+  for a segment from 1.54 s: the model copies labels, which drop fractions), any other time the
+  segment it falls in (the last one starting at or before it);
 - its title and why share a word with what is said from ``NEAR_BEFORE`` seconds before that
   segment to ``NEAR_AFTER`` after it: a word of four letters or more, common words left out and
   English endings folded (``relevance.query_terms``), else it is dropped as ``not said there``;
@@ -216,7 +218,9 @@ def _quotas(parts: Sequence[range], segments: Sequence[Segment], count: int) -> 
 
 
 def _segment_at(segments: Sequence[Segment], seconds: float) -> int:
-    """The index of the segment ``seconds`` falls in: the last one starting at or before it."""
+    """The index of the segment ``seconds`` names: for a whole second, the first segment whose
+    ``[m:ss]`` label is that second (the prompt's lines are labelled so, and the model copies
+    them); else the segment it falls in, the last one starting at or before it."""
     low, high = 0, len(segments) - 1
     found = 0
     while low <= high:
@@ -225,6 +229,12 @@ def _segment_at(segments: Sequence[Segment], seconds: float) -> int:
             found, low = middle, middle + 1
         else:
             high = middle - 1
+    if seconds == int(seconds):
+        labelled = found if int(segments[found].start_sec) == seconds else found + 1
+        if labelled < len(segments) and int(segments[labelled].start_sec) == seconds:
+            while labelled > 0 and int(segments[labelled - 1].start_sec) == seconds:
+                labelled -= 1
+            return labelled
     return found
 
 

@@ -234,8 +234,9 @@ async def video_context(
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
             f"{context.id} has no transcript to summarize.",
-            hint="Ask for include [chapters] alone, or give a video with captions or speech.",
+            hint="Give a video with captions or speech.",
         )
+    failures: list[tuple[str, VidError]] = []
     if "summary" in parts:
         try:
             found.summary, used = await summarize(
@@ -246,7 +247,7 @@ async def video_context(
         except VidError as error:
             if error.code is ErrorCode.CANCELED:
                 raise
-            found.notes.append(_no_model_note(error, "summary"))
+            failures.append(("summary", error))
     if "key_moments" in parts:
         try:
             moments = await key_moments(runtime, context, level.moments, choice=choice, ctx=ctx)
@@ -262,5 +263,8 @@ async def video_context(
         except VidError as error:
             if error.code is ErrorCode.CANCELED:
                 raise
-            found.notes.append(_no_model_note(error, "key moments"))
+            failures.append(("key moments", error))
+    if len(failures) == 2 and failures[0][1].message == failures[1][1].message:
+        failures = [("summary and no key moments", failures[0][1])]
+    found.notes[:0] = [_no_model_note(error, what) for what, error in failures]
     return found
