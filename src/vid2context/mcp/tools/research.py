@@ -348,7 +348,7 @@ def tools(deps: Deps) -> list[ContractTool]:
         summary and moments need a language model (the server's, or this client's through
         sampling); without one the result says so (summaryAvailable false).
         """
-        checked = check_detail(detail or "brief")
+        checked = check_detail("brief" if detail is None else detail)
         parts = check_include(include)
         args = {"url": url, "detail": checked, "include": list(parts)}
 
