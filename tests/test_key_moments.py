@@ -28,6 +28,7 @@ from vid2context.answers.key_moments import read_moments
 from vid2context.api import create_app
 from vid2context.mcp import create_mcp
 from vid2context.mcp.fences import unfence
+from vid2context.mcp.tools.research import RESEARCH_COSTS
 from vid2context.models import VideoContext
 from vid2context.runtime import Runtime
 from vid2context.timecode import format_timestamp
@@ -367,3 +368,17 @@ async def test_the_stdio_server_asks_the_clients_model(tmp_path: Path) -> None:
     (fenced,) = unfence(text_of(result))
     assert fenced.startswith("[0:01] this is not the") and "t=1s" in fenced
     assert "chosen by llm/mcp-sampling/client" in text_of(result) and len(asked) == 1
+
+
+async def test_what_a_result_costs_is_what_the_description_states(runtimes: Runtimes, fake: FakeLlm) -> None:
+    runtime = await with_talk(runtimes, local_model(fake))
+    async with Client(create_mcp(runtime)) as client:
+        one = text_of(await client.call_tool("get_key_moments", {"url": BIKE, "count": 1}))
+        six = text_of(await client.call_tool("get_key_moments", {"url": BIKE, "count": 6}))
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    per_moment = (estimate_tokens(six) - estimate_tokens(one)) / 5
+    base = estimate_tokens(one) - per_moment
+    stated, stated_base = RESEARCH_COSTS["moments_per_moment"], RESEARCH_COSTS["moments_base"]
+    assert abs(per_moment - stated) <= 0.3 * stated, per_moment
+    assert abs(base - stated_base) <= 0.3 * stated_base, base
+    assert f"{stated_base} tokens plus {stated} per moment" in (tools["get_key_moments"].description or "")

@@ -307,7 +307,7 @@ async def key_moments(
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
             f"{context.id} has no transcript to choose moments from.",
-            hint="Give a video with captions or speech.",
+            hint="Tell the user the video has no words to choose moments from; do not retry.",
         )
     ctx = ctx or Ctx(timeout=runtime.settings.request_timeout_ms / 1000)
     attempts = list(context.attempts)

@@ -233,7 +233,7 @@ async def research(
                     input=context.id,
                     code=ErrorCode.NO_TRANSCRIPT.value,
                     message=f"{context.id} has no transcript to search.",
-                    hint="Leave it out: it has no words to search.",
+                    hint="Tell the user this video has no words to search; do not retry with it.",
                 )
             )
         else:
@@ -243,7 +243,7 @@ async def research(
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
             "None of the videos has a transcript to search.",
-            hint="Give videos that have captions or speech to search.",
+            hint="Tell the user none of these videos has words to search; do not retry with them.",
         )
     index = MemoryStorage()
     for context in readable:

@@ -234,7 +234,7 @@ async def video_context(
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
             f"{context.id} has no transcript to summarize.",
-            hint="Give a video with captions or speech.",
+            hint="Tell the user the video has no words to summarize; do not retry.",
         )
     failures: list[tuple[str, VidError]] = []
     if "summary" in parts:

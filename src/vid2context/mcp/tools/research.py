@@ -58,7 +58,7 @@ RESEARCH_COSTS: dict[str, int] = {
     "research_base": 150,
     "research_per_excerpt": 250,
     "moments_base": 80,
-    "moments_per_moment": 60,
+    "moments_per_moment": 40,
     "brief": BRIEF_TOKENS,
 }
 """What results cost, measured by ``tests/test_research_mcp.py`` (an excerpt with the default 30 s
@@ -106,7 +106,9 @@ Include = Annotated[
     list[str] | None,
     Field(
         description="Pick parts explicitly, in place of detail's default (summary, chapters, key_moments): "
-        "any of " + ", ".join(PARTS) + ". transcript adds the transcript's first page and the cursor to go on."
+        "any of "
+        + ", ".join(PARTS)
+        + ". transcript adds the transcript's first page and the cursor to go on."
     ),
 ]
 
@@ -126,7 +128,9 @@ def render_research(result: ResearchResult) -> tuple[str, list[str]]:
         for number, excerpt in enumerate(video.excerpts, 1):
             span = f"[{format_timestamp(excerpt.start_sec)}-{format_timestamp(excerpt.end_sec)}]"
             link = f" {excerpt.url}" if excerpt.url else ""
-            around = f"{format_timestamp(excerpt.context_start_sec)}-{format_timestamp(excerpt.context_end_sec)}"
+            around = (
+                f"{format_timestamp(excerpt.context_start_sec)}-{format_timestamp(excerpt.context_end_sec)}"
+            )
             lines.append(f"{number}. {span}{link}")
             lines.append(f"   match: {one_line(excerpt.text)}")
             lines.append(f"   context [{around}]: {one_line(excerpt.context)}")
@@ -242,7 +246,9 @@ def _overview_reply(found: Overview, page: TextReply | None, cursor: str | None)
         if page is not None:
             parts += page.parts
         else:
-            parts.append("Read on with get_outline and get_section, or find a passage with search_transcript.")
+            parts.append(
+                "Read on with get_outline and get_section, or find a passage with search_transcript."
+            )
         included = [
             part
             for part, has in (
@@ -322,8 +328,8 @@ def tools(deps: Deps) -> list[ContractTool]:
         """The key moments of a video, chosen by a language model (the server's, or this client's
         own through sampling): [m:ss] title — why, with the timestamp link. Every time is checked
         against the transcript and snapped to the start of a real segment; moments outside the
-        video or not about what is said there are left out and listed. Costs about {moments_base}
-        tokens plus {moments_per_moment} per moment.
+        video or not about what is said there are left out and listed.
+        Costs about {moments_base} tokens plus {moments_per_moment} per moment.
         """
         wanted = check_count(count)
 
