@@ -11,9 +11,7 @@ over stdio; the Worker's through its AI binding.
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,6 @@ import mcp_types as types
 import msgspec
 import pytest
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from vid2context.answers.key_moments import read_moments
 from vid2context.api import create_app
@@ -39,8 +36,9 @@ from .fake_llm import FakeLlm, Request, json_reply, system_of, timed_lines
 from .hint_steps import problems, surfaces
 from .pages import text_of
 from .runtimes import Runtimes, serve
+from .stdio_sampling import sampling_stdio
 from .talks import BIKE, bike_review, three_hour_talk
-from .youtube_replay import ReplayServer, httpx_callback
+from .youtube_replay import httpx_callback
 
 pytestmark = [
     pytest.mark.anyio,
@@ -310,23 +308,29 @@ async def test_bad_input_is_the_contracts_code_with_a_hint(
 # --- the client's own model (MCP sampling) ------------------------------------------------------------
 
 
+def sent_lines(params: types.CreateMessageRequestParams) -> list[tuple[str, str]]:
+    """The ``[m:ss] text`` lines of the first user message a sampling request carries."""
+    first = next(m for m in params.messages if m.role == "user")
+    assert isinstance(first.content, types.TextContent)
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"^\[([\d:]+)\] (.*)$", first.content.text, re.M)]
+
+
+def sampled(text: str, model: str = "client-model-7") -> types.CreateMessageResult:
+    return types.CreateMessageResult(
+        role="assistant",
+        content=types.TextContent(type="text", text=text),
+        model=model,
+        stop_reason="endTurn",
+    )
+
+
 def sampling_picker(asked: list[Any]) -> Callable[..., Any]:
     """A client whose model picks moments as the stand-in does, through the SDK's sampling callback."""
 
     async def sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
         asked.append(params)
-        first = next(m for m in params.messages if m.role == "user")
-        assert isinstance(first.content, types.TextContent)
-        lines = [
-            (m.group(1), m.group(2)) for m in re.finditer(r"^\[([\d:]+)\] (.*)$", first.content.text, re.M)
-        ]
-        chosen = picks(lines, asked_count(params.system_prompt or ""))
-        return types.CreateMessageResult(
-            role="assistant",
-            content=types.TextContent(type="text", text=msgspec.json.encode(chosen).decode()),
-            model="client-model-7",
-            stop_reason="endTurn",
-        )
+        chosen = picks(sent_lines(params), asked_count(params.system_prompt or ""))
+        return sampled(msgspec.json.encode(chosen).decode())
 
     return sample
 
@@ -349,21 +353,9 @@ async def test_the_clients_own_model_chooses_when_no_server_rung_is_set_up(runti
 
 @pytest.mark.slow
 async def test_the_stdio_server_asks_the_clients_model(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VID2CONTEXT_", "GROQ_", "CLOUDFLARE_"))}
     asked: list[Any] = []
-    with ReplayServer() as replay, (tmp_path / "stderr.txt").open("w+", encoding="utf-8") as errors:
-        env.update(
-            VID2CONTEXT_HOME=str(tmp_path / "home"),
-            VID2CONTEXT_YOUTUBE_ORIGIN=replay.origin,
-            PYTHONUNBUFFERED="1",
-        )
-        params = StdioServerParameters(
-            command=sys.executable, args=["-m", "vid2context", "mcp"], env=env, cwd=str(tmp_path)
-        )
-        async with Client(
-            stdio_client(params, errlog=errors), mode="legacy", sampling_callback=sampling_picker(asked)
-        ) as client:
-            result = await client.call_tool("get_key_moments", {"url": "GJLlxj_dtq8", "count": 1})
+    async with sampling_stdio(tmp_path, sampling_picker(asked)) as client:
+        result = await client.call_tool("get_key_moments", {"url": "GJLlxj_dtq8", "count": 1})
     assert not result.is_error, text_of(result)
     (fenced,) = unfence(text_of(result))
     assert fenced.startswith("[0:01] this is not the") and "t=1s" in fenced

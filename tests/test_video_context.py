@@ -28,7 +28,7 @@ from .fake_llm import FakeLlm, Request, system_of, timed_lines
 from .pages import text_of
 from .runtimes import ON_EVERY_RUNTIME, Runtimes
 from .talks import BIKE, bike_review, three_hour_talk
-from .test_key_moments import asked_count, picks
+from .test_key_moments import NO_CAPTIONS, QUIET, asked_count, local_model, picks, sampled, sent_lines
 from .youtube_replay import httpx_callback
 
 pytestmark = [
@@ -37,9 +37,6 @@ pytestmark = [
         assert_all_responses_were_requested=False, should_mock=lambda r: r.url.host != "127.0.0.1"
     ),
 ]
-
-QUIET = {"VID2CONTEXT_ACCESS_LOG": "0", "VID2CONTEXT_RATE_LIMIT": "0"}
-NO_CAPTIONS = "dsMFmonKDD4"
 
 
 def overview_model(request: Request) -> str:
@@ -57,10 +54,6 @@ def overview_model(request: Request) -> str:
 def fake() -> Iterator[FakeLlm]:
     with FakeLlm(reply=overview_model) as server:
         yield server
-
-
-def local_model(fake: FakeLlm, **more: str) -> dict[str, str]:
-    return {**QUIET, "VID2CONTEXT_LLM_URL": fake.url + "/v1", "VID2CONTEXT_LLM_MODEL": "llama3.2", **more}
 
 
 async def with_talk(runtimes: Runtimes, environ: dict[str, str], talk: VideoContext | None = None) -> Runtime:
@@ -197,21 +190,8 @@ def sampling_overview(asked: list[Any]) -> Callable[..., Any]:
         asked.append(params)
         system = params.system_prompt or ""
         if "key moment" in system:
-            first = next(m for m in params.messages if m.role == "user")
-            assert isinstance(first.content, types.TextContent)
-            lines = [
-                (m.group(1), m.group(2))
-                for m in re.finditer(r"^\[([\d:]+)\] (.*)$", first.content.text, re.M)
-            ]
-            text = msgspec.json.encode(picks(lines, asked_count(system))).decode()
-        else:
-            text = "A summary from the client's model."
-        return types.CreateMessageResult(
-            role="assistant",
-            content=types.TextContent(type="text", text=text),
-            model="client-7",
-            stop_reason="endTurn",
-        )
+            return sampled(msgspec.json.encode(picks(sent_lines(params), asked_count(system))).decode())
+        return sampled("A summary from the client's model.")
 
     return sample
 
