@@ -17,10 +17,13 @@ import msgspec
 import pytest
 from mcp.client import Client
 
+from vid2context.answers.research import ResearchRequest, check_research, in_library, rank_excerpts
 from vid2context.api import create_app
+from vid2context.ctx import Ctx
 from vid2context.mcp import create_mcp
 from vid2context.mcp.fences import unfence
 from vid2context.mcp.tools.research import RESEARCH_COSTS
+from vid2context.models import Attempt
 from vid2context.runtime import Runtime
 from vid2context.search.indexing import index_video
 from vid2context.tokens import estimate_tokens
@@ -240,3 +243,21 @@ async def test_hostile_queries_are_searched_as_words(runtimes: Runtimes) -> None
             answer = await http.post("/api/v1/research", json={"urls": [BIKE], "query": query})
             assert answer.status_code in (200, 400), query
             assert "fts5" not in answer.text.lower() and "sqlite" not in answer.text.lower(), query
+
+
+@ON_EVERY_RUNTIME
+async def test_a_video_not_in_the_library_is_ranked_alike_in_the_requests_own_index(
+    runtimes: Runtimes,
+) -> None:
+    runtime = await runtimes.build(QUIET)  # nothing saved
+    talk = bike_review()
+    checked = check_research(ResearchRequest(urls=[BIKE], query="kickstand", context_sec=5, max_excerpts=4))
+    assert not in_library(talk)  # as an upload, or a read whose save failed
+    alone, _ = await rank_excerpts(runtime, [talk], checked, Ctx())
+    await runtime.storage.put_context(talk)
+    cached = msgspec.structs.replace(
+        talk, attempts=[Attempt(id=runtime.storage.id, stage="cache", outcome="ok")]
+    )
+    assert in_library(cached)
+    saved, _ = await rank_excerpts(runtime, [cached], checked, Ctx())
+    assert len(alone[0].excerpts) == 3 and alone == saved  # every kickstand, 5 s of context apart
