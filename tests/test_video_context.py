@@ -232,3 +232,13 @@ async def test_bad_input_is_the_contracts_code_with_a_hint(
     body = msgspec.json.decode(result.content[0].text)
     assert body["error"] == code and body["hint"] and "Traceback" not in result.content[0].text
     assert fake.requests == []
+
+
+def test_a_summary_is_cut_at_its_words_and_characters() -> None:
+    from vid2context.answers.video_context import CHARS_PER_WORD, _cut
+
+    assert _cut("one two three\n\n- four five", 5) == "one two three\n\n- four …"  # "-" counts
+    assert _cut("short enough", 10) == "short enough"
+    long_words = " ".join(["x" * 60] * 100)
+    cut = _cut(long_words, 120)
+    assert len(cut) <= 120 * CHARS_PER_WORD + 2 and cut.endswith(" …")

@@ -120,8 +120,23 @@ def check_include(include: Any) -> tuple[str, ...]:
     return tuple(part for part in PARTS if part in asked)
 
 
+CHARS_PER_WORD = 7
+"""A summary is also cut at ``words * CHARS_PER_WORD`` characters, so that a model answering in
+very long "words" cannot break a detail level's bound."""
+
+
 def _cut(text: str, words: int) -> str:
-    """``text`` with at most ``words`` words (lines kept), ending with … when cut."""
+    """``text`` with at most ``words`` words and ``words * CHARS_PER_WORD`` characters (lines
+    kept), ending with … when cut."""
+    kept = _cut_words(text, words)
+    most = words * CHARS_PER_WORD
+    if len(kept) <= most:
+        return kept
+    head = kept[:most]
+    return (head[: head.rfind(" ")] if " " in head else head).rstrip() + " …"
+
+
+def _cut_words(text: str, words: int) -> str:
     out: list[str] = []
     left = words
     for line in text.strip().splitlines():
