@@ -36,6 +36,7 @@ from vid2context.runtime import build_worker_runtime
 
 from .miniflare_harness import MiniflareHarness, apply_migrations
 from .runtimes import WorkerLikeApp
+from .test_mcp_tools import TOOLS
 from .youtube_replay import ReplayServer
 
 pytestmark = pytest.mark.slow
@@ -182,7 +183,7 @@ async def test_the_sdk_client_uses_every_kind_of_primitive(server: str, mode: st
         assert client.protocol_version == version
         assert "get_outline" in (client.instructions or "")
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert len(tools) == 16
+        assert len(tools) == len(TOOLS)
         transcript = await client.call_tool("get_transcript", {"url": "GJLlxj_dtq8", "format": "srt"})
         (inside,) = unfence(_text(transcript))
         assert inside.startswith("1\n00:00:00,000 --> ")
