@@ -9,6 +9,7 @@ with the kickstand's passage. Bad input goes through both skins from one table.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import Any
@@ -261,3 +262,16 @@ async def test_a_video_not_in_the_library_is_ranked_alike_in_the_requests_own_in
     assert in_library(cached)
     saved, _ = await rank_excerpts(runtime, [cached], checked, Ctx())
     assert len(alone[0].excerpts) == 3 and alone == saved  # every kickstand, 5 s of context apart
+
+
+async def test_a_read_key_may_research(runtimes: Runtimes) -> None:
+    key = "reader-key-1"
+    hashed = f"reader:read:{hashlib.sha256(key.encode()).hexdigest()}"
+    runtime = await runtimes.build({**QUIET, "VID2CONTEXT_API_KEYS": hashed})
+    await runtime.storage.put_context(bike_review())
+    body = {"urls": [BIKE], "query": "kickstand"}
+    async with serve(create_app(runtime, owns_runtime=False)) as http:
+        allowed = await http.post("/api/v1/research", json=body, headers={"Authorization": f"Bearer {key}"})
+        anonymous = await http.post("/api/v1/research", json=body)
+    assert allowed.status_code == 200 and allowed.json()["results"][0]["excerpts"]
+    assert anonymous.status_code == 401 and anonymous.json()["error"]["code"] == "unauthorized"
