@@ -34,7 +34,8 @@ set while one waits, and ``hung_up`` when its client closed the connection meanw
 client that aborts the upstream call looks like from the server's side).
 
 What it answers is ``reply(request)``: by default ``echo`` (``You said: <the last user message>``);
-a test sets its own (``translator`` below reads our numbered-line prompts). Answers stream one
+a test sets its own (``translator`` below reads our numbered-line prompts; ``timed_lines`` the
+``[m:ss] text`` transcripts key moments and overviews send, for ``json_reply`` to answer from). Answers stream one
 word per chunk, so a test can see that a stream came in pieces without timing anything.
 """
 
@@ -56,8 +57,11 @@ __all__ = [
     "FakeLlm",
     "Request",
     "echo",
+    "json_reply",
     "numbered",
     "source_numbers",
+    "system_of",
+    "timed_lines",
     "translator",
 ]
 
@@ -65,6 +69,7 @@ GROQ_MODEL = "llama-3.3-70b-versatile"
 WORKERS_AI_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fast"
 _NUMBERED = re.compile(r"^\[(\d+)\] (.*)$")
 _SOURCE = re.compile(r"^\[(\d+)\] .* @ \d+:\d\d", re.MULTILINE)
+_TIMED = re.compile(r"^\[(\d+(?::\d\d){1,2})\] (.*)$")
 
 
 @dataclass
@@ -122,6 +127,32 @@ def translator(tag: str = "de") -> Reply:
 
     def reply(request: Request) -> str:
         return "\n".join(f"[{n}] {tag}: {text}" for n, text in numbered(request))
+
+    return reply
+
+
+def timed_lines(request: Request) -> list[tuple[str, str]]:
+    """The ``[m:ss] text`` lines of the first user message: (the time as written, the text)."""
+    users = [
+        m.get("content", "") for m in request.messages if isinstance(m, dict) and m.get("role") == "user"
+    ]
+    first = users[0] if users else ""
+    return [(m.group(1), m.group(2)) for line in first.splitlines() if (m := _TIMED.match(line))]
+
+
+def system_of(request: Request) -> str:
+    return "\n".join(
+        str(m.get("content", ""))
+        for m in request.messages
+        if isinstance(m, dict) and m.get("role") == "system"
+    )
+
+
+def json_reply(answer: Callable[[Request], Any]) -> Reply:
+    """A model that answers ``answer(request)`` as JSON text (a list of moments, say)."""
+
+    def reply(request: Request) -> str:
+        return json.dumps(answer(request))
 
     return reply
 

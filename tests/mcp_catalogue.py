@@ -22,4 +22,7 @@ TOOLS = {
     "get_collection",
     "export_obsidian",
     "get_job",
+    "research_videos",
+    "get_key_moments",
+    "get_video_context",
 }

@@ -12,8 +12,6 @@ SDK client's real sampling callback, in process and over stdio.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,6 @@ import mcp_types as types
 import msgspec
 import pytest
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from vid2context.answers.llm.base import LlmPlan
 from vid2context.answers.translate import MAX_LINES, PREFIX, read_numbered, translate_context, translation_key
@@ -40,9 +37,10 @@ from .cloudflare_bindings import WorkersAi
 from .fake_llm import FakeLlm, Request, numbered, translator
 from .hint_steps import problems, surfaces
 from .runtimes import Runtimes
+from .stdio_sampling import sampling_stdio
 from .talks import three_hour_talk
 from .test_mcp_tools import text_of
-from .youtube_replay import ReplayServer, httpx_callback
+from .youtube_replay import httpx_callback
 
 pytestmark = [
     pytest.mark.anyio,
@@ -449,28 +447,12 @@ async def test_a_client_that_cannot_sample_and_no_rung_is_no_provider(runtimes: 
 
 @pytest.mark.slow
 async def test_the_stdio_server_translates_with_the_clients_model(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VID2CONTEXT_", "GROQ_", "CLOUDFLARE_"))}
     asked: list[Any] = []
-    with ReplayServer() as replay, (tmp_path / "stderr.txt").open("w+", encoding="utf-8") as errors:
-        env.update(
-            VID2CONTEXT_HOME=str(tmp_path / "home"),
-            VID2CONTEXT_YOUTUBE_ORIGIN=replay.origin,
-            PYTHONUNBUFFERED="1",
+    async with sampling_stdio(tmp_path, sampling_translator("sv", asked)) as mcp:
+        result = await mcp.call_tool("get_transcript", {"url": VIDEO, "language": "sv", "translate": True})
+        again = await mcp.call_tool(
+            "get_transcript", {"url": VIDEO, "language": "sv", "translate": True, "timestamps": False}
         )
-        params = StdioServerParameters(
-            command=sys.executable, args=["-m", "vid2context", "mcp"], env=env, cwd=str(tmp_path)
-        )
-        async with Client(
-            stdio_client(params, errlog=errors),
-            mode="legacy",
-            sampling_callback=sampling_translator("sv", asked),
-        ) as mcp:
-            result = await mcp.call_tool(
-                "get_transcript", {"url": VIDEO, "language": "sv", "translate": True}
-            )
-            again = await mcp.call_tool(
-                "get_transcript", {"url": VIDEO, "language": "sv", "translate": True, "timestamps": False}
-            )
     page = "\n".join(unfence(text_of(result)))
     assert not result.is_error and "[0:05] sv: just something shorter, I made up for testing" in page
     assert "sv: Hey, this is just a test" in "\n".join(unfence(text_of(again)))

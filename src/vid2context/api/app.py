@@ -23,6 +23,7 @@ from .middleware import build_middleware, wrap
 from .openapi import openapi_config
 from .packs import bundle_get, bundle_post, pack_get, pack_post
 from .reading import outline, section
+from .research import RESEARCH_ROUTES
 from .search import search_route
 from .uploads import upload
 from .videos import comments, context, items, metadata, transcript
@@ -132,6 +133,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             *COLLECTION_ROUTES,
             search_route,
             *ASK_ROUTES,
+            *RESEARCH_ROUTES,
             upload,
             *JOB_ROUTES,
             *mcp.route_handlers,

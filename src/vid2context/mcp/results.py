@@ -80,6 +80,9 @@ class Reply:
 @dataclass
 class TextReply(Reply):
     parts: list[str | Untrusted]
+    structured: Any = None
+    """Plain data sent as ``structuredContent`` beside the text, for a structured tool whose
+    text is what the agent reads (``get_video_context``)."""
 
     def text(self) -> str:
         """The text as sent, with fresh fence ids (always of the same length)."""
@@ -91,7 +94,7 @@ class TextReply(Reply):
         return estimate_tokens(self.text())
 
     def to_result(self) -> CallToolResult:
-        return CallToolResult(content=[_text(self.text())])
+        return CallToolResult(content=[_text(self.text())], structured_content=self.structured)
 
 
 @dataclass

@@ -67,8 +67,11 @@ __all__ = [
     "RRF_K",
     "SearchRequest",
     "check_request",
+    "cite",
+    "fuse",
     "parse_date",
     "search",
+    "vector_hits",
     "vector_text",
 ]
 
@@ -425,6 +428,16 @@ async def _vector_side(
     return found
 
 
+async def vector_hits(
+    runtime: Runtime, query: str, video_ids: list[str], meta: SearchMeta, ctx: Ctx, *, top_k: int = CANDIDATES
+) -> list[VectorHit]:
+    """The vector side alone, over ``video_ids`` as the index holds them, for a caller that ranks
+    passages of its own (``answers/research.py``); its state goes in ``meta`` as a hybrid search
+    says it, and a side that cannot run answers no hits."""
+    checked = check_request(SearchRequest(query=query, video_ids=video_ids))
+    return await _vector_side(runtime, checked, checked.video_ids, meta, _Clock(), ctx, top_k)
+
+
 async def _materialize(
     runtime: Runtime, checked: _Checked, entries: list[_Entry], wanted: int
 ) -> list[SearchResultHit]:
@@ -442,7 +455,7 @@ async def _materialize(
         context = contexts[entry.video_id]
         if context is None or context.transcript is None:
             continue  # deleted since it was found
-        hit = _cite(context, entry, checked.words)
+        hit = cite(context, entry, checked.words)
         if hit is None:
             continue
         end = hit.window_end_sec if hit.window_end_sec is not None else hit.end_sec
@@ -453,7 +466,9 @@ async def _materialize(
     return hits
 
 
-def _cite(context: VideoContext, entry: _Entry, words: passages.QueryWords) -> SearchResultHit | None:
+def cite(context: VideoContext, entry: _Entry, words: passages.QueryWords) -> SearchResultHit | None:
+    """``entry`` (a fused passage of ``context``) as a hit narrowed to one segment; ``None`` when
+    its window no longer fits the transcript or holds an excluded word."""
     assert context.transcript is not None
     segments = context.transcript.segments
     window = entry.window
