@@ -37,7 +37,6 @@ from vid2context.runtime import build_worker_runtime
 from .mcp_catalogue import TOOLS
 from .miniflare_harness import MiniflareHarness, apply_migrations
 from .runtimes import WorkerLikeApp
-from .test_mcp_tools import TOOLS
 from .youtube_replay import ReplayServer
 
 pytestmark = pytest.mark.slow

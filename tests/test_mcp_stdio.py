@@ -26,7 +26,6 @@ from vid2context.tokens import estimate_tokens
 from .mcp_catalogue import TOOLS
 from .pages import follow, reassembles
 from .talks import THREE_HOURS, three_hour_talk
-from .test_mcp_tools import TOOLS
 from .youtube_replay import ReplayServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
