@@ -22,12 +22,15 @@ from typing import Generic, Literal, TypeVar
 import msgspec
 
 __all__ = [
+    "AnswerSource",
+    "AskResult",
     "Attempt",
     "AttemptOutcome",
     "Base",
     "CaptionTrack",
     "Chapter",
     "ChatMessage",
+    "Citation",
     "Collection",
     "CollectionDefinition",
     "CollectionItem",
@@ -468,3 +471,50 @@ class CollectionDefinition(Base, kw_only=True):
     sources: list[str] = []
     videos: list[str] = []
     schedule: Schedule | None = None
+
+
+class Citation(Base, kw_only=True):
+    """A moment of a video an answer stands on, checked against the real segments.
+
+    ``n`` is the ``[n]`` in the answer it backs (``/ask``, ``/chat``; ``None`` where a shape has no
+    numbered text). ``start_sec`` is the segment that best supports the sentence citing it, not
+    merely the start of the passage the model was shown; ``quote`` is that segment's words."""
+
+    n: int | None = None
+    video_id: str
+    title: str
+    start_sec: float
+    end_sec: float | None = None
+    url: str | None = None
+    """A link that opens the video at ``start_sec``, where the platform has one."""
+    quote: str | None = None
+
+
+class AnswerSource(Base):
+    """A numbered passage an answer was grounded in, as ``meta.sources`` lists it."""
+
+    n: int
+    video_id: str
+    title: str
+    start_sec: float
+    end_sec: float
+    url: str | None = None
+
+
+class AskResult(Base, kw_only=True):
+    """``POST /api/v1/ask`` (and the core of MCP ``ask``): the answer with its checked citations.
+
+    ``unverified`` lists the ``[n]`` the model wrote that match no source: they were removed from
+    ``answer``. ``context_tokens`` is the answering rung's window, ``prompt_tokens`` our estimate
+    of what was sent to it."""
+
+    answer: str
+    citations: list[Citation] = []
+    unverified: list[int] = []
+    sources: list[AnswerSource] = []
+    rung: str
+    model: str
+    usage: Usage | None = None
+    attempts: list[Attempt] = []
+    context_tokens: int | None = None
+    prompt_tokens: int = 0

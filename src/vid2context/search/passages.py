@@ -32,6 +32,7 @@ __all__ = [
     "excluded",
     "match_spans",
     "query_words",
+    "score_text",
     "snippet",
 ]
 
