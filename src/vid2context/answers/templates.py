@@ -79,7 +79,10 @@ EXTRACT_TEMPLATES: dict[str, ExtractTemplate] = {
             "Every checkable statement of fact the videos make (numbers, dates, specifications, results).",
             _list_of(
                 "facts",
-                {"statement": _text("The fact, in one sentence."), "category": _optional("A short topic label.")},
+                {
+                    "statement": _text("The fact, in one sentence."),
+                    "category": _optional("A short topic label."),
+                },
                 ["statement"],
             ),
         ),
@@ -149,7 +152,10 @@ EXTRACT_TEMPLATES: dict[str, ExtractTemplate] = {
                         "type": "array",
                         "items": {
                             "type": "object",
-                            "properties": {"item": _text("The ingredient."), "quantity": _optional("How much.")},
+                            "properties": {
+                                "item": _text("The ingredient."),
+                                "quantity": _optional("How much."),
+                            },
                             "required": ["item"],
                             "additionalProperties": False,
                         },
