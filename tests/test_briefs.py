@@ -17,16 +17,28 @@ from typing import Any
 import httpx
 import pytest
 
+from vid2context import library
 from vid2context.api import create_app
 from vid2context.models import Segment, Transcript, VideoContext, VideoMetadata
 from vid2context.runtime import Runtime
+from vid2context.tokens import estimate_tokens
 
 from .fake_llm import FakeLlm, Request
 from .runtimes import ON_EVERY_RUNTIME, Runtimes
+from .talks import three_hour_talk
+from .youtube_replay import httpx_callback
 
-pytestmark = [pytest.mark.anyio]
+pytestmark = [
+    pytest.mark.anyio,
+    # The stand-in model is a real server on 127.0.0.1: only YouTube is answered by httpx_mock.
+    pytest.mark.httpx_mock(
+        assert_all_responses_were_requested=False, should_mock=lambda r: r.url.host != "127.0.0.1"
+    ),
+]
 
-A, B, BARE = "KickstandA1", "KickstandB2", "NoWordsCC03"
+A, B = "KickstandA1", "KickstandB2"
+NO_CAPTIONS = "dsMFmonKDD4"
+"""A recorded video without captions (tests/fixtures)."""
 QUIET = {"VID2CONTEXT_ACCESS_LOG": "0", "VID2CONTEXT_RATE_LIMIT": "0"}
 _LABEL = re.compile(r"^\[(\d+)\] (.+?) @ (\d+:\d\d)", re.MULTILINE)
 
@@ -76,7 +88,8 @@ def sources_of(request: Request) -> dict[str, list[int]]:
 def brief_answer(request: Request) -> str:
     """A brief citing both videos right, once citing a source that does not exist."""
     by_title = sources_of(request)
-    a, b = by_title["Review A"][0], by_title["Review B"][0]
+    a = by_title["Review A"][0]
+    b = by_title.get("Review B", [a])[0]
     answer = {
         "summary": f"Two owners review the same folding bike [{a}][{b}].",
         "claims": [
@@ -270,3 +283,147 @@ async def test_a_caller_schema_with_local_refs(runtimes: Runtimes, fake: FakeLlm
     assert job["status"] == "succeeded", job
     assert job["result"]["data"] == {"degrees": 165} and job["result"]["template"] is None
     assert '"$defs"' in fake.requests[0].messages[0]["content"]
+
+
+# --- bad input ---------------------------------------------------------------------------------------
+
+MANY = [f"https://www.youtube.com/watch?v=Many{i:07d}" for i in range(21)]
+DEEP: dict[str, Any] = {"type": "object"}
+for _ in range(20):
+    DEEP = {"type": "object", "properties": {"x": DEEP}}
+BIG_SCHEMA = {
+    "type": "object",
+    "properties": {f"field{i}": {"type": "string", "description": "x" * 100} for i in range(400)},
+}
+REMOTE = {"type": "object", "properties": {"a": {"$ref": "https://schemas.example.com/product.json"}}}
+
+BAD_REQUESTS: list[tuple[str, Any, int, str]] = [
+    ("briefs", {}, 400, "bad-request"),
+    ("briefs", {"inputs": []}, 400, "bad-request"),
+    ("briefs", {"inputs": ["  "]}, 400, "bad-request"),
+    ("briefs", {"inputs": "youtube:KickstandA1"}, 400, "bad-request"),
+    ("briefs", {"inputs": MANY}, 413, "too-large"),
+    ("briefs", {"collectionId": "col_nope"}, 404, "not-found"),
+    ("briefs", {"inputs": [A], "question": ""}, 400, "bad-request"),
+    ("briefs", {"inputs": [A], "question": "why " * 25_000}, 413, "too-large"),
+    ("briefs", {"inputs": [A], "template": "nope"}, 400, "bad-request"),
+    ("briefs", {"inputs": [A], "model": {"rung": "x"}}, 400, "bad-request"),
+    ("briefs", [A], 400, "bad-request"),
+    ("extract", {"inputs": [A]}, 400, "bad-request"),
+    ("extract", {"inputs": [A], "template": "products", "schema": {"type": "object"}}, 400, "bad-request"),
+    ("extract", {"inputs": [A], "template": "nope"}, 400, "bad-request"),
+    ("extract", {"inputs": [A], "schema": [1, 2]}, 400, "bad-request"),
+    ("extract", {"inputs": [A], "schema": "an object"}, 400, "bad-request"),
+    ("extract", {"inputs": [A], "schema": {"type": "array"}}, 400, "bad-request"),
+    (
+        "extract",
+        {"inputs": [A], "schema": {"type": "object", "properties": {"a": {"type": "nope"}}}},
+        400,
+        "bad-request",
+    ),
+    ("extract", {"inputs": [A], "schema": REMOTE}, 400, "bad-request"),
+    ("extract", {"inputs": [A], "schema": DEEP}, 400, "bad-request"),
+    ("extract", {"inputs": [A], "schema": BIG_SCHEMA}, 413, "too-large"),
+    ("extract", {"inputs": [A], "schema": {"type": "object", "x": "y" * (1 << 20)}}, 413, "too-large"),
+    ("extract", {"inputs": MANY, "template": "facts"}, 413, "too-large"),
+    ("extract", {"template": "facts"}, 400, "bad-request"),
+]
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "status", "code"),
+    BAD_REQUESTS,
+    ids=[f"{r}-{i}" for i, (r, *_) in enumerate(BAD_REQUESTS)],
+)
+async def test_bad_requests_are_refused_before_a_job_exists(
+    runtimes: Runtimes, fake: FakeLlm, httpx_mock: Any, route: str, body: Any, status: int, code: str
+) -> None:
+    runtime = await saved(await runtimes.build(local_model(fake)))
+    async with rest(runtime) as client:
+        answer = await client.post(f"/api/v1/{route}", json=body)
+    assert answer.status_code == status, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == code and error["hint"], error
+    assert "Traceback" not in answer.text and "schemas.example.com/product" not in str(
+        httpx_mock.get_requests()
+    )
+    assert fake.requests == [] and httpx_mock.get_requests() == []  # nothing asked, nothing fetched
+    assert runtime.jobs.kinds and not [job async for job in _jobs(runtime)]
+
+
+async def _jobs(runtime: Runtime) -> Any:
+    for record in getattr(runtime.jobs, "_records", {}).values():
+        yield record
+
+
+async def test_no_language_model_is_no_provider_before_a_job_exists(runtimes: Runtimes) -> None:
+    runtime = await saved(await runtimes.build(QUIET))
+    async with rest(runtime) as client:
+        for route, body in (("briefs", {"inputs": [A]}), ("extract", {"inputs": [A], "template": "facts"})):
+            answer = await client.post(f"/api/v1/{route}", json=body)
+            assert answer.status_code == 503, answer.text
+            assert (
+                answer.json()["error"]["code"] == "no-provider"
+                and "GROQ_API_KEY" in answer.json()["error"]["hint"]
+            )
+
+
+async def test_a_video_without_a_transcript_fails_the_job_with_no_transcript(
+    runtimes: Runtimes, fake: FakeLlm, httpx_mock: Any
+) -> None:
+    httpx_mock.add_callback(httpx_callback, is_reusable=True, is_optional=True)
+    runtime = await saved(await runtimes.build(local_model(fake)))
+    async with rest(runtime) as client:
+        job = await finished(
+            client, runtime, await client.post("/api/v1/briefs", json={"inputs": [NO_CAPTIONS]})
+        )
+        mixed = await finished(
+            client, runtime, await client.post("/api/v1/briefs", json={"inputs": [NO_CAPTIONS, A]})
+        )
+    assert job["status"] == "failed" and job["error"]["code"] == "no-transcript" and job["error"]["hint"], job
+    assert mixed["status"] == "succeeded", mixed
+    assert [f["code"] for f in mixed["result"]["failed"]] == ["no-transcript"]
+    assert len(fake.requests) == 1  # only the brief that had words to read asked the model
+
+
+def first_source(request: Request) -> str:
+    """A brief that cites the first source for every claim."""
+    return json.dumps(
+        {
+            "summary": "The battery suffers in the cold [1].",
+            "claims": [{"text": "The cold matters more than the mileage [1]."}],
+            "consensus": [],
+            "disagreement": [],
+            "openQuestions": [],
+        }
+    )
+
+
+@ON_EVERY_RUNTIME
+async def test_a_collection_over_the_window_is_answered_from_its_best_passages(
+    runtimes: Runtimes, fake: FakeLlm
+) -> None:
+    fake.reply = first_source
+    runtime = await runtimes.build(local_model(fake, VID2CONTEXT_LLM_CONTEXT_TOKENS="4096"))
+    talks = [three_hour_talk(f"LongTalk{i:03d}", minutes=40, seed=i) for i in range(3)]
+    for context in talks:
+        await runtime.storage.put_context(context)
+    collection = await library.create_collection(runtime, "winter talks")
+    await library.add_to_collection(runtime, collection.id, [c.id for c in talks])
+    whole = sum(estimate_tokens(c.transcript.segments[0].text) * len(c.transcript.segments) for c in talks)
+    async with rest(runtime) as client:
+        body = {"collectionId": "winter talks", "question": "How does the battery hold up after a winter?"}
+        job = await finished(client, runtime, await client.post("/api/v1/briefs", json=body))
+    assert job["status"] == "succeeded", job
+    brief = job["result"]
+    assert brief["leftOut"] > 0 and any("did not fit" in note for note in brief["notes"])
+    sent = estimate_tokens(fake.requests[0].messages[0]["content"])
+    assert sent < 4096 - 512 < whole  # the prompt fits the window's room for it; the transcripts never would
+
+
+async def test_a_window_too_small_for_one_passage_is_too_large(runtimes: Runtimes, fake: FakeLlm) -> None:
+    runtime = await saved(await runtimes.build(local_model(fake, VID2CONTEXT_LLM_CONTEXT_TOKENS="1024")))
+    async with rest(runtime) as client:
+        job = await finished(client, runtime, await client.post("/api/v1/briefs", json={"inputs": [A, B]}))
+    assert job["status"] == "failed" and job["error"]["code"] == "too-large" and job["error"]["hint"], job
+    assert fake.requests == []
