@@ -216,7 +216,7 @@ async def build_brief(
         unverified=unverified,
         notes=notes,
         left_out=grounding.left_out,
-        failed=failed_inputs(grounding),
+        failed=failed_inputs(grounding.failed),
         rung=answer.rung,
         model=answer.model,
         usage=answer.usage,

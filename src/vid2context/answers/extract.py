@@ -231,7 +231,7 @@ async def extract(
         notes=notes,
         sources=[source.public() for source in grounding.sources],
         left_out=grounding.left_out,
-        failed=failed_inputs(grounding),
+        failed=failed_inputs(grounding.failed),
         rung=answer.rung,
         model=answer.model,
         usage=answer.usage,

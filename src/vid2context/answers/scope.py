@@ -25,7 +25,7 @@ from .. import library, pipeline
 from ..errors import ErrorCode, VidError
 from ..models import FailedInput
 from ..runtime import Runtime
-from .grounding import Grounding, check_question
+from .grounding import check_question
 
 __all__ = ["MAX_VIDEOS", "Scope", "check_scope", "failed_inputs"]
 
@@ -90,9 +90,9 @@ async def check_scope(runtime: Runtime, inputs: Any, collection: Any, question: 
     return Scope(inputs=given, collection_id=found, question=asked)
 
 
-def failed_inputs(grounding: Grounding) -> list[FailedInput]:
-    """The inputs that could not be read, as a result lists them."""
+def failed_inputs(failed: Sequence[tuple[str, VidError]]) -> list[FailedInput]:
+    """The inputs that could not be read (``Batch.failed``, ``Grounding.failed``), as a result lists them."""
     return [
         FailedInput(input=label[:200], code=error.code.value, message=error.message, hint=error.hint)
-        for label, error in grounding.failed
+        for label, error in failed
     ]
