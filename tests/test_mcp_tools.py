@@ -64,6 +64,9 @@ TOOLS = {
     "get_collection",
     "export_obsidian",
     "get_job",
+    "build_brief",
+    "extract",
+    "digest_videos",
 }
 STRUCTURED = {
     "list_formats",

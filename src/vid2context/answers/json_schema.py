@@ -66,7 +66,7 @@ def check_schema(schema: Any) -> Validator:
         raise VidError(
             ErrorCode.TOO_LARGE,
             f"The schema is {size:,} bytes; at most {MAX_SCHEMA_BYTES:,} are accepted.",
-            hint="Give a smaller schema: only the fields to extract, with short descriptions.",
+            hint="Give a smaller schema: only the fields wanted, with short descriptions.",
         )
     try:
         for path, key, value in _walk(schema, 0, ""):
