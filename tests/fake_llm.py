@@ -29,6 +29,9 @@ many words is cut there with ``finish_reason: "length"`` (a word is a token here
 words). ``fail_next`` scripts 429 (with ``Retry-After``) or 5xx answers, ``refuse`` (a rule: a request in,
 a status or ``None`` out) answers that status to the requests it picks; ``break_next`` makes the
 next stream stop after its first word, without a finish or ``[DONE]``, as a dropped connection does.
+``hold_streams()`` holds every stream after its first word until ``release`` is set: ``held`` is
+set while one waits, and ``hung_up`` when its client closed the connection meanwhile (what a
+client that aborts the upstream call looks like from the server's side).
 
 What it answers is ``reply(request)``: by default ``echo`` (``You said: <the last user message>``);
 a test sets its own (``translator`` below reads our numbered-line prompts). Answers stream one
@@ -39,17 +42,29 @@ from __future__ import annotations
 
 import json
 import re
+import select
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-__all__ = ["GROQ_MODEL", "WORKERS_AI_MODEL", "FakeLlm", "Request", "echo", "numbered", "translator"]
+__all__ = [
+    "GROQ_MODEL",
+    "WORKERS_AI_MODEL",
+    "FakeLlm",
+    "Request",
+    "echo",
+    "numbered",
+    "source_numbers",
+    "translator",
+]
 
 GROQ_MODEL = "llama-3.3-70b-versatile"
 WORKERS_AI_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fast"
 _NUMBERED = re.compile(r"^\[(\d+)\] (.*)$")
+_SOURCE = re.compile(r"^\[(\d+)\] .* @ \d+:\d\d", re.MULTILINE)
 
 
 @dataclass
@@ -92,6 +107,16 @@ def numbered(request: Request) -> list[tuple[int, str]]:
     return [(int(m.group(1)), m.group(2)) for line in first.splitlines() if (m := _NUMBERED.match(line))]
 
 
+def source_numbers(request: Request) -> list[int]:
+    """The numbers of the ``[n] Title @ m:ss–m:ss`` source blocks of the system message."""
+    system = "\n".join(
+        str(m.get("content", ""))
+        for m in request.messages
+        if isinstance(m, dict) and m.get("role") == "system"
+    )
+    return [int(match.group(1)) for match in _SOURCE.finditer(system)]
+
+
 def translator(tag: str = "de") -> Reply:
     """A model that "translates" each numbered line by marking it: ``[n] <tag>: text``."""
 
@@ -130,6 +155,12 @@ class FakeLlm:
         self._script = _Script()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
+        self._holding = False
+        self.held = threading.Event()
+        """Set while a held stream waits for ``release``."""
+        self.release = threading.Event()
+        self.hung_up = threading.Event()
+        """Set when the client of a held stream closed its connection."""
 
     # -- scripting ----------------------------------------------------------------------------
 
@@ -142,6 +173,11 @@ class FakeLlm:
         """The next ``count`` streams stop after their first word, with no finish and no [DONE]."""
         with self._lock:
             self._script.breaks += count
+
+    def hold_streams(self) -> None:
+        """Every stream from now on stops after its first word until ``release`` is set."""
+        with self._lock:
+            self._holding = True
 
     @property
     def url(self) -> str:
@@ -201,7 +237,7 @@ class FakeLlm:
         with self._lock:
             broken = self._script.breaks > 0
             self._script.breaks -= 1 if broken else 0
-        self._stream(http, self._events(kind, record, text, finish, usage, broken=broken))
+        self._stream(http, self._events(kind, record, text, finish, usage, broken=broken), hold=self._holding)
 
     @staticmethod
     def _kind(path: str) -> str:
@@ -351,18 +387,39 @@ class FakeLlm:
         http.end_headers()
         http.wfile.write(data)
 
-    @staticmethod
-    def _stream(http: BaseHTTPRequestHandler, events: list[str]) -> None:
+    def _wait_for_release(self, http: BaseHTTPRequestHandler) -> bool:
+        """Wait until released (``True``) or the client hangs up (``False``)."""
+        self.held.set()
+        connection = http.connection
+        while not self.release.wait(0.02):
+            readable, _, _ = select.select([connection], [], [], 0)
+            if readable:
+                try:
+                    closed = connection.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    closed = True
+                if closed:
+                    self.hung_up.set()
+                    return False
+        return True
+
+    def _stream(self, http: BaseHTTPRequestHandler, events: list[str], *, hold: bool = False) -> None:
         """Each event as its own HTTP chunk, as a streaming server flushes them."""
         http.send_response(200)
         http.send_header("Content-Type", "text/event-stream")
         http.send_header("Cache-Control", "no-cache")
         http.send_header("Transfer-Encoding", "chunked")
         http.end_headers()
-        for event in events:
+        for index, event in enumerate(events):
+            if hold and index == 2 and not self._wait_for_release(http):
+                return
             data = f"data: {event}\n\n".encode()
-            http.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            http.wfile.flush()
+            try:
+                http.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                http.wfile.flush()
+            except OSError:
+                self.hung_up.set()
+                return
         http.wfile.write(b"0\r\n\r\n")
 
 

@@ -48,6 +48,7 @@ LONG = "LongVideo01"  # built here: two hours, chapters, speakers, empty and zer
 PLAIN = "PlainVideo1"  # built here: forty minutes, no chapters
 TOOLS = {
     "search_transcript",
+    "ask",
     "get_transcript",
     "get_metadata",
     "list_formats",

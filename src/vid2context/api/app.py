@@ -13,6 +13,7 @@ from litestar.datastructures import State
 from ..held import Held
 from ..runtime import Runtime
 from .answers import ANSWER_ROUTES
+from .ask import ASK_ROUTES
 from .catalog import formats, models
 from .collections import COLLECTION_ROUTES
 from .errors import EXCEPTION_HANDLERS
@@ -131,6 +132,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             delete_saved_video,
             *COLLECTION_ROUTES,
             search_route,
+            *ASK_ROUTES,
             upload,
             *JOB_ROUTES,
             *ANSWER_ROUTES,

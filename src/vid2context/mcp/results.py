@@ -7,7 +7,8 @@ kept by a long run (``runs.py``) and sent again gets fresh fence ids each time.
 - ``JsonReply``: an object as compact JSON text, and as ``structuredContent`` for the tools
   the contract marks structured. When the object holds text from a video (titles, descriptions,
   comments) the JSON block sits between two fence blocks, so the JSON block still parses alone.
-- ``ErrorReply``: ``isError`` with the contract's body ``{"error", "message", "hint", "attempts"}``.
+- ``ErrorReply``: ``isError`` with the contract's body ``{"error", "message", "hint", "attempts"}``,
+  or, for the tools whose contract nests it (``ask``), ``{"error": {code, message, hint}, "attempts"}``.
 
 Output schemas come from the msgspec Structs (``output_schema``), made portable and small by
 ``schemas.portable_output``: every structured tool whose work can outlast the wait may also answer
@@ -114,8 +115,12 @@ class JsonReply(Reply):
         return CallToolResult(content=blocks, structured_content=self._builtins if self.structured else None)
 
 
-def error_payload(error: VidError) -> dict[str, Any]:
-    """The contract's MCP error body: ``{"error": code, "message", "hint", "attempts"}``."""
+def error_payload(error: VidError, *, nested: bool = False) -> dict[str, Any]:
+    """The contract's MCP error body: ``{"error": code, "message", "hint", "attempts"}``; ``nested``:
+    ``{"error": {"code", "message", "hint"}, "attempts"}``, as the contract gives it for ``ask``."""
+    if nested:
+        inner = {"code": error.code.value, "message": error.message, "hint": error.hint_for("mcp")}
+        return {"error": inner, "attempts": msgspec.to_builtins(error.attempts)}
     return {
         "error": error.code.value,
         "message": error.message,
@@ -127,9 +132,11 @@ def error_payload(error: VidError) -> dict[str, Any]:
 @dataclass
 class ErrorReply(Reply):
     error: VidError
+    nested: bool = False
 
     def to_result(self) -> CallToolResult:
-        return CallToolResult(content=[_text(json_text(error_payload(self.error)))], is_error=True)
+        body = error_payload(self.error, nested=self.nested)
+        return CallToolResult(content=[_text(json_text(body))], is_error=True)
 
 
 def output_schema(*shapes: type, processing: bool = True) -> dict[str, Any]:

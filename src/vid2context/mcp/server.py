@@ -37,6 +37,8 @@ context with [m:ss] citations and timestamp links.
 Search before you read: to find where something is said, in one video or across the library, call
 search_transcript first (about {search_base} tokens plus {search_per_hit} a hit; give urls to search videos
 not saved yet, from/to within one). Each hit has its [m:ss-m:ss] and link; read around it with get_section.
+To have a question answered from the videos with checked citations, call ask (a language model answers
+from the passages search finds: the server's, or yours through sampling).
 
 Fetch less, in this order:
 1. get_outline first (about {outline_base} tokens plus {outline_per_chapter} per chapter, whatever the length): chapters or

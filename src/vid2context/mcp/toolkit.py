@@ -56,6 +56,9 @@ def invalid_arguments(tool: str, exc: ValidationError) -> VidError:
 class ContractTool(Tool):
     """A tool whose every outcome, bad arguments and crashes included, is a contract result."""
 
+    nested_errors: bool = False
+    """Whether its error body nests the code (``{"error": {code, message, hint}, ...}``, ``ask``)."""
+
     async def run(
         self, arguments: dict[str, Any], context: Context, convert_result: bool = False
     ) -> CallToolResult:
@@ -63,7 +66,7 @@ class ContractTool(Tool):
         try:
             model = metadata.arg_model.model_validate(metadata.pre_parse_json(arguments))
         except ValidationError as exc:
-            return ErrorReply(invalid_arguments(self.name, exc)).to_result()
+            return ErrorReply(invalid_arguments(self.name, exc), nested=self.nested_errors).to_result()
         kwargs = {name: getattr(model, name) for name in type(model).model_fields}
         if self.context_kwarg is not None:
             kwargs[self.context_kwarg] = context
@@ -74,6 +77,8 @@ class ContractTool(Tool):
         except Exception:
             log.exception("tool %s failed", self.name)
             reply = ErrorReply(VidError.internal())
+        if self.nested_errors and isinstance(reply, ErrorReply):
+            reply = ErrorReply(reply.error, nested=True)
         return reply.to_result()
 
 
@@ -85,6 +90,7 @@ def define(
     open_world: bool,
     idempotent: bool,
     output: dict[str, Any] | None = None,
+    nested_errors: bool = False,
 ) -> ContractTool:
     """The tool for ``fn``: named after it, described by its docstring.
 
@@ -109,6 +115,7 @@ def define(
     tool.parameters = portable_input(tool.parameters)  # advertised; arguments are checked by the model
     if output is not None:
         tool.fn_metadata.output_schema = output  # advertised; our replies build the content themselves
+    tool.nested_errors = nested_errors
     return tool
 
 

@@ -286,5 +286,10 @@ async def stream(
                 Attempt(id=rung.id, stage="llm", outcome="error", reason=ErrorCode.INTERNAL.value)
             )
             raise VidError.internal(list(attempts)) from None
+        finally:
+            # A consumer that stops early (a client gone) closes the upstream stream now, not at GC.
+            close = getattr(deltas, "aclose", None)
+            if close is not None:
+                await close()
         return
     raise combine_errors(errors, attempts)

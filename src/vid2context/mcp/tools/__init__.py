@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ..toolkit import ContractTool, Deps
-from . import answers, catalog, collections, exports, jobs, lists, packs, search, transcripts
+from . import answers, ask, catalog, collections, exports, jobs, lists, packs, search, transcripts
 
 __all__ = ["all_tools"]
 
-MODULES = (search, transcripts, lists, packs, catalog, collections, exports, jobs, answers)
+MODULES = (search, ask, transcripts, lists, packs, catalog, collections, exports, jobs, answers)
 
 
 def all_tools(deps: Deps) -> list[ContractTool]:
