@@ -60,7 +60,6 @@ ANSWER_SCHEMA: dict[str, Any] = {
     },
     "required": ["summary", "claims", "consensus", "disagreement", "openQuestions"],
 }
-_VALIDATOR = check_schema(ANSWER_SCHEMA)
 _SHAPE = (
     '{"summary": "two or three sentences [n]", "claims": [{"text": "a claim [n]"}], '
     '"consensus": [{"text": "what two or more videos agree on [n][m]"}], '
@@ -184,7 +183,7 @@ async def build_brief(
         runtime,
         pick,
         messages,
-        lambda value: problems(_VALIDATOR, value),
+        lambda value: problems(check_schema(ANSWER_SCHEMA), value),
         ctx=ctx,
         options=options,
         attempts=attempts,

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
-
-from jsonschema.protocols import Validator
+from typing import TYPE_CHECKING, Any
 
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
@@ -39,29 +37,30 @@ from .scope import Scope, failed_inputs, fenced_sources, left_out_notes, prepare
 from .structured import ask_json
 from .templates import extract_template
 
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
 __all__ = ["ANSWER_TOKENS", "Spec", "check_spec", "extract", "resolve_pointer"]
 
 ANSWER_TOKENS = 3000
-_ENVELOPE = check_schema(
-    {
-        "type": "object",
-        "properties": {
-            "data": {"type": "object"},
-            "citations": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "field": {"type": "string"},
-                        "sources": {"type": "array", "items": {"type": "integer"}},
-                    },
-                    "required": ["field", "sources"],
+_ENVELOPE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "data": {"type": "object"},
+        "citations": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "field": {"type": "string"},
+                    "sources": {"type": "array", "items": {"type": "integer"}},
                 },
+                "required": ["field", "sources"],
             },
         },
-        "required": ["data"],
-    }
-)
+    },
+    "required": ["data"],
+}
 
 
 @dataclass(frozen=True)
@@ -150,7 +149,7 @@ def _under_data(line: str) -> str:
 
 def _check(spec: Spec) -> Any:
     def check(value: Any) -> list[str]:
-        found = problems(_ENVELOPE, value)
+        found = problems(check_schema(_ENVELOPE), value)
         if found or not isinstance(value.get("data"), dict):
             return found
         return [_under_data(line) for line in problems(spec.validator, value["data"])]

@@ -2,7 +2,8 @@
 
 The validator is ``jsonschema`` (already installed everywhere the core runs: the MCP SDK depends
 on it, and it is in the Worker's locked set), Draft 2020-12 unless the schema names another draft
-in ``$schema``. What is refused, as ``bad-request`` (``too-large`` for size) before anything is
+in ``$schema``, imported at the first check (the Worker builds its app on every cold start, and
+most requests never extract). What is refused, as ``bad-request`` (``too-large`` for size) before anything is
 read or asked:
 
 - a schema that is not a JSON object (an array, a string, ``true``);
@@ -21,14 +22,15 @@ in a re-ask or to the caller in an error. Portable: no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import msgspec
-from jsonschema.exceptions import SchemaError
-from jsonschema.protocols import Validator
 
 from ..errors import ErrorCode, VidError
+
+if TYPE_CHECKING:
+    import jsonschema
+    from jsonschema.protocols import Validator
 
 __all__ = ["MAX_DEPTH", "MAX_PROBLEMS", "MAX_SCHEMA_BYTES", "check_schema", "pointer", "problems"]
 
@@ -83,6 +85,9 @@ def check_schema(schema: Any) -> Validator:
         raise _bad(f"schema is nested deeper than {MAX_DEPTH} levels (at {str(deep)[:120]}).") from None
     if schema.get("type") != "object":
         raise _bad('schema must describe one object: give "type": "object" at the top, with its properties.')
+    import jsonschema
+    from jsonschema.exceptions import SchemaError
+
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
