@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
@@ -31,14 +31,11 @@ from ..models import ChatMessage, ExtractionResult, FieldCitations
 from ..runtime import Runtime
 from .citations import check_citations
 from .grounding import Grounding
-from .json_schema import check_schema, problems
+from .json_schema import Validator, check_schema, problems
 from .llm.base import LlmOptions
 from .scope import Scope, failed_inputs, fenced_sources, left_out_notes, prepare
 from .structured import ask_json
 from .templates import extract_template
-
-if TYPE_CHECKING:
-    from jsonschema.protocols import Validator
 
 __all__ = ["ANSWER_TOKENS", "Spec", "check_spec", "extract", "resolve_pointer"]
 

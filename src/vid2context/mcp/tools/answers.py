@@ -73,8 +73,10 @@ Schema = Annotated[
     Any,
     Field(
         alias="schema",
-        description="A JSON Schema object (type object; local $refs only, never fetched; at most 32 kB) the "
-        "result's data must match. Or give template instead.",
+        description="A JSON Schema object (type object; at most 32 kB) the result's data must match. Checked: "
+        "type, enum, const, properties, required, additionalProperties, items, min/max counts and bounds, "
+        "allOf/anyOf/oneOf/not, local $ref with $defs (never fetched); other keywords such as pattern are "
+        "refused. Or give template instead.",
     ),
 ]
 TokensPerVideo = Annotated[
