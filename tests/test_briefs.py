@@ -154,6 +154,11 @@ async def test_a_brief_job_checks_every_citation(runtimes: Runtimes, fake: FakeL
         answer = await client.post("/api/v1/briefs", json={"inputs": [A, B]})
         job = await finished(client, runtime, answer)
     assert job["kind"] == "brief" and job["status"] == "succeeded", job
+    assert job["progress"] == {
+        "done": 2,
+        "total": 2,
+        "message": "2 passages of 2 videos found; asking llm/self-hosted/llama3.2",
+    }
     brief = job["result"]
     assert brief["template"] == "research" and brief["rung"].startswith("llm/")
     claims = {c["text"]: c for c in brief["claims"]}

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import library, pipeline
+from ..batch import emit
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
 from ..models import Attempt, FailedInput, ModelChoice
@@ -161,4 +162,13 @@ async def prepare(
     if cap is not None:
         budget = min(budget, cap)
     grounding = await ground_scope(runtime, scope, budget=budget, ctx=ctx, on_progress=on_progress)
+    videos = len({source.video_id for source in grounding.sources})
+    await emit(
+        on_progress,
+        {
+            "done": videos,
+            "total": videos,
+            "message": f"{len(grounding.sources)} passages of {videos} videos found; asking {pick.rungs[0].id}",
+        },
+    )
     return pick, grounding, [*pick.attempts, *grounding.attempts]
