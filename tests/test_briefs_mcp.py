@@ -214,3 +214,18 @@ async def test_no_model_anywhere_is_no_provider(runtimes: Runtimes) -> None:
         ):
             body = error_of(await mcp.call_tool(tool, arguments))
             assert body["error"] == "no-provider" and "GROQ_API_KEY" in body["hint"], body
+
+
+async def test_the_digest_prompt_drives_digest_videos(runtimes: Runtimes) -> None:
+    runtime = await saved(await runtimes.build(QUIET))
+    async with Client(create_mcp(runtime)) as mcp:
+        found = await mcp.get_prompt("digest", {"urls": f"{A}, {B}", "question": "Does it hold?"})
+        empty = None
+        try:
+            await mcp.get_prompt("digest", {})
+        except Exception as error:  # the contract's error JSON as a protocol error
+            empty = str(error)
+    text = found.messages[0].content.text
+    assert f'digest_videos {{"urls":["{A}","{B}"],"question":"Does it hold?"}}' in text
+    assert "Not a digest" in text and "[Video title @ m:ss](link)" in text
+    assert empty is not None and "bad-request" in empty

@@ -25,6 +25,7 @@ from vid2context.tokens import estimate_tokens
 
 from .pages import follow, reassembles
 from .talks import THREE_HOURS, three_hour_talk
+from .test_mcp_tools import TOOLS
 from .youtube_replay import ReplayServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -68,7 +69,7 @@ async def test_the_stdio_server_serves_every_tool(tmp_path: Path, replay: Replay
     ) as client:
         assert "get_outline" in (client.instructions or "")
         tools = {tool.name for tool in (await client.list_tools()).tools}
-        assert len(tools) == 16 and "export_obsidian" in tools
+        assert tools == TOOLS and "export_obsidian" in tools
         transcript = await client.call_tool(
             "get_transcript", {"url": "https://www.youtube.com/watch?v=GJLlxj_dtq8"}
         )
@@ -91,7 +92,7 @@ async def test_the_stdio_server_serves_every_tool(tmp_path: Path, replay: Replay
             "vid2context export.md",
         ]
         prompts = {prompt.name for prompt in (await client.list_prompts()).prompts}
-        assert prompts == {"brief", "buyer_guide"}
+        assert prompts == {"brief", "buyer_guide", "digest"}
         with pytest.raises(MCPError) as caught:  # without what it needs: the real message, not stderr's
             await client.get_prompt("brief", {})
         refusal = json.loads(caught.value.error.message)
@@ -189,4 +190,4 @@ async def test_the_configured_command_starts_the_server(tmp_path: Path, replay: 
     )
     with (tmp_path / "stderr.txt").open("w", encoding="utf-8") as errors:
         async with Client(stdio_client(params, errlog=errors)) as client:
-            assert len((await client.list_tools()).tools) == 16
+            assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS
