@@ -203,7 +203,7 @@ class FakeLlm:
             def do_POST(self) -> None:
                 fake._handle(self)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -421,6 +421,16 @@ class FakeLlm:
                 self.hung_up.set()
                 return
         http.wfile.write(b"0\r\n\r\n")
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up mid-stream is an outcome here (``hung_up``), not a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _cf_error(status: int, code: int, message: str) -> tuple[int, bytes, dict[str, str]]:

@@ -43,9 +43,10 @@ NO_CAPTIONS = "dsMFmonKDD4"  # a recorded video without captions (tests/youtube_
 
 
 def citing(request: Request) -> str:
-    """Cites source 1 with the kickstand's own words, and a source that was never given."""
+    """Cites source 1 with the kickstand's own words, and a source that was never given, once
+    beside source 1 (``[1, 9]``, which the stand-in streams in two pieces) and once alone."""
     beyond = len(source_numbers(request)) + 5
-    return f"The kickstand bends to 165 degrees so the bike leans safely [1]. It is also purple [{beyond}]."
+    return f"The kickstand bends to 165 degrees so the bike leans safely [1, {beyond}]. It is also purple [{beyond}]."
 
 
 @pytest.fixture
@@ -163,6 +164,22 @@ async def test_chat_takes_the_conversation_and_a_context(runtimes: Runtimes, fak
     (sent,) = fake.answered
     assert [m["role"] for m in sent.messages] == ["system", "user", "assistant", "user"]
     assert sent.body["max_tokens"] == 300 and sent.body["temperature"] == 0.2
+
+
+async def test_a_model_that_shows_its_reasoning_streams_reasoning_events(runtimes: Runtimes) -> None:
+    with FakeLlm(reply=citing, reasoning="The sources say 165 degrees.") as thinking:
+        runtime = await library(runtimes, thinking)
+        async with serve(create_app(runtime, owns_runtime=False)) as http:
+            answer = await http.post(
+                "/api/v1/chat", json={"messages": [{"role": "user", "content": QUESTION}]}
+            )
+    events = parse_sse(answer.text)
+    done = check_events(events)
+    reasoning = "".join(data["text"] for name, data in events if name == "reasoning")
+    assert reasoning == "The sources say 165 degrees."
+    names = [name for name, _ in events]
+    assert names.index("reasoning") < names.index("delta")
+    check_answer(done["text"], done["citations"], done["unverified"], events[0][1]["sources"])
 
 
 async def test_a_failure_after_streaming_began_is_an_error_event(runtimes: Runtimes, fake: FakeLlm) -> None:

@@ -29,8 +29,9 @@ from vid2context.tokens import estimate_tokens
 from .fake_llm import FakeLlm, Request, source_numbers
 from .hint_steps import problems, surfaces
 from .retrieval_set import talks
-from .runtimes import Runtimes
+from .runtimes import ON_WORKER_TOO, Runtimes
 from .test_ask_api import KICKSTAND, NO_CAPTIONS, QUESTION, QUIET, citing, library
+from .test_mcp_tools import text_of
 from .youtube_replay import httpx_callback
 
 pytestmark = [
@@ -50,10 +51,6 @@ SOURCE_LINE = re.compile(
 def fake() -> Iterator[FakeLlm]:
     with FakeLlm(reply=citing) as server:
         yield server
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(block.text for block in result.content)
 
 
 def nested_error(result: Any) -> dict[str, Any]:
@@ -89,9 +86,7 @@ def sampling_model(asked: list[Any]) -> Any:
         system = params.system_prompt or ""
         request = Request(path="", auth=None, body={"messages": [{"role": "system", "content": system}]})
         beyond = len(source_numbers(request)) + 5
-        text = (
-            f"The kickstand bends to 165 degrees so the bike leans safely [1]. It is also purple [{beyond}]."
-        )
+        text = f"The kickstand bends to 165 degrees so the bike leans safely [1, {beyond}]. It is also purple [{beyond}]."
         return types.CreateMessageResult(
             role="assistant",
             content=types.TextContent(type="text", text=text),
@@ -102,6 +97,7 @@ def sampling_model(asked: list[Any]) -> Any:
     return sample
 
 
+@ON_WORKER_TOO
 async def test_ask_answers_with_source_lines_from_a_server_rung(runtimes: Runtimes, fake: FakeLlm) -> None:
     runtime = await library(runtimes, fake)
     async with Client(create_mcp(runtime)) as mcp:

@@ -21,8 +21,10 @@ from vid2context.answers.citations import (
 )
 from vid2context.answers.grounding import (
     MAX_HISTORY_TURNS,
+    MAX_PASSAGE_TOKENS,
     MAX_QUESTION_CHARS,
     MAX_SOURCE_TOKENS,
+    MAX_SOURCES,
     Grounding,
     check_history,
     check_question,
@@ -37,8 +39,9 @@ from vid2context.errors import ErrorCode, VidError
 from vid2context.mcp.fences import unfence
 from vid2context.models import ChatMessage
 from vid2context.runtime import Runtime
+from vid2context.tokens import estimate_tokens
 
-from .retrieval_set import TALKS, talks
+from .retrieval_set import TALKS, distractors, talks
 from .runtimes import Runtimes
 
 pytestmark = pytest.mark.anyio
@@ -82,6 +85,15 @@ async def test_sources_stay_within_the_budget_and_the_rest_is_counted(runtimes: 
     runtime = await library(runtimes)
     found = await grounded(runtime, "battery kickstand starter inverter rail", budget=700)
     assert found.source_tokens <= 700 and found.left_out > 0
+    for talk in distractors():  # hours of talk about batteries: more passages than are given
+        await runtime.storage.put_context(talk)
+    roomy = await grounded(runtime, "battery winter charging", budget=MAX_SOURCE_TOKENS)
+    assert len(roomy.sources) == MAX_SOURCES and roomy.left_out > 0  # more found than are given
+    for source in roomy.sources:  # a stretch of many hits never becomes one huge passage
+        assert estimate_tokens(source.text) <= MAX_PASSAGE_TOKENS
+    for a, b in itertools.combinations(roomy.sources, 2):
+        if a.video_id == b.video_id:  # and passages of one video never share a segment
+            assert a.end_sec <= b.start_sec or b.end_sec <= a.start_sec
 
 
 async def test_a_collection_narrows_the_scope(runtimes: Runtimes) -> None:

@@ -1,5 +1,6 @@
 """Answers built with language models: the LLM ladder (``llm/``) and what uses it (``translate``;
-ask, chat, briefs and the rest with the issues that follow).
+``grounding`` and ``citations``, on which ``ask`` (``/ask``, ``/chat``, MCP ``ask``) is built; briefs
+and the rest with the issues that follow).
 
 Kept empty on purpose: each module is imported by name, so the Worker loads only what it uses.
 """

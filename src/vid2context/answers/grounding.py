@@ -13,10 +13,12 @@
    (longest first, at most ``WORD_QUERIES``) is also searched by keyword alone. The lists are
    fused by reciprocal rank (the all-words list counts twice).
 3. **Passages.** Each hit grows to about ``PASSAGE_TOKENS`` of its neighbouring segments (a
-   vector hit keeps its window); passages of one video that touch are merged.
-4. **Fit.** The best passages are kept while they fit ``budget`` (``source_budget``: the smallest
-   window of the rungs that may answer, less their answer, the instructions, history and
-   question, at most ``MAX_SOURCE_TOKENS``); the rest are counted in ``left_out``. No map-reduce:
+   vector hit keeps its window); passages of one video that touch are merged while they stay
+   within ``MAX_PASSAGE_TOKENS``, and kept apart (without their shared segments) past it.
+4. **Fit.** The best passages, at most ``MAX_SOURCES``, are kept while they fit ``budget``
+   (``source_budget``: the smallest window of the rungs that may answer, less their answer, the
+   instructions, history and question, at most ``MAX_SOURCE_TOKENS``); the rest are counted in
+   ``left_out``. No map-reduce:
    the retrieval already keeps what matters, so a collection larger than any window is answered
    from its best passages. Only when not even the best passage fits is it ``too-large``, with a
    hint to shorten the history or the question, or to choose a rung with a larger window.
@@ -55,6 +57,7 @@ from .llm.base import LanguageModel, LlmOptions, output_budget
 __all__ = [
     "MAX_HISTORY_TURNS",
     "MAX_QUESTION_CHARS",
+    "MAX_SOURCES",
     "MAX_SOURCE_TOKENS",
     "PASSAGE_TOKENS",
     "Grounding",
@@ -63,6 +66,7 @@ __all__ = [
     "check_question",
     "ground",
     "messages",
+    "search_words",
     "source_block",
     "source_budget",
     "source_label",
@@ -77,8 +81,15 @@ MAX_HISTORY_TURNS = 100
 MAX_SOURCE_TOKENS = 6000
 """The most source text one answer is given, however large the window: past this the best
 passages are already in, and more text only dilutes them (and costs the caller)."""
+MAX_SOURCES = 10
+"""The most passages one answer is given: vector search always finds its top hits, relevant or
+not, and past the best ten a passage adds more noise than support (a question about everything,
+a summary, is what the spread fallback is for)."""
 PASSAGE_TOKENS = 200
 """About a minute of speech around each hit: enough for the sentence to make sense."""
+MAX_PASSAGE_TOKENS = 600
+"""Neighbouring hits merge into one passage up to this size; past it they stay apart, so a stretch
+of many hits never becomes one passage too large for the budget."""
 WANTED = 24
 """Hits asked of each search; more than ever fit ``MAX_SOURCE_TOKENS``."""
 WORD_QUERIES = 8
@@ -104,7 +115,7 @@ def check_question(question: object) -> str:
         raise VidError(
             ErrorCode.TOO_LARGE,
             f"The question is {len(question):,} characters long; at most {MAX_QUESTION_CHARS:,} are taken.",
-            hint="Ask a shorter question; the answer is grounded in the videos, so their text need not be "
+            hint="Give a shorter question; the answer is grounded in the videos, so their text need not be "
             "pasted in.",
         )
     return question.strip()
@@ -205,7 +216,7 @@ def _too_large(budget: int, needed: int) -> VidError:
         f"best passage needs {needed:,}.",
         hint=per_surface(
             rest="Send a shorter history or question, lower maxTokens, or choose a rung with a larger window "
-            "with model.rung (GET /api/v1/models lists their contextTokens).",
+            "with model.rung (GET /api/v1/models gives each rung's window as context:N).",
             mcp="Ask a shorter question, or tell the user to set up a language model with a larger context "
             "window; do not retry unchanged.",
         ),
@@ -336,16 +347,36 @@ async def _passages(runtime: Runtime, hits: list[_Found]) -> list[_Passage]:
             last = _segment_at(segments, at, hit.window[1] - 1e-3)
         else:
             first, last = _grow(segments, _segment_at(segments, at, hit.start_sec))
-        merged = next(
-            (p for p in by_video.get(hit.video_id, []) if first <= p.last + 1 and last >= p.first - 1), None
-        )
-        if merged is not None:
-            merged.first, merged.last = min(merged.first, first), max(merged.last, last)
+        span = _place(segments, by_video.get(hit.video_id, []), first, last)
+        if span is None:
             continue
+        first, last = span
         passage = _Passage(context, first, last, hit.score)
         out.append(passage)
         by_video.setdefault(hit.video_id, []).append(passage)
     return out
+
+
+def _place(
+    segments: Sequence[Segment], others: list[_Passage], first: int, last: int
+) -> tuple[int, int] | None:
+    """Where a new passage goes among ``others`` of its video: merged into one it touches while
+    the two stay within ``MAX_PASSAGE_TOKENS`` (``None``: nothing new), else its own range without
+    their segments (``None`` when nothing is left)."""
+    for other in others:
+        if first > other.last + 1 or last < other.first - 1:
+            continue
+        low, high = min(other.first, first), max(other.last, last)
+        if sum(estimate_tokens(s.text) for s in segments[low : high + 1]) <= MAX_PASSAGE_TOKENS:
+            other.first, other.last = low, high
+            return None
+        if first >= other.first:
+            first = max(first, other.last + 1)
+        else:
+            last = min(last, other.first - 1)
+        if first > last:
+            return None
+    return first, last
 
 
 def _spread(contexts: Sequence[VideoContext], budget: int) -> list[_Passage]:
@@ -405,6 +436,8 @@ def _fit(passages: list[_Passage], budget: int) -> tuple[list[Source], int, int]
     used = 0
     smallest: int | None = None
     for passage in passages:
+        if len(sources) >= MAX_SOURCES:
+            break
         candidate = _source(len(sources) + 1, passage)
         if used + candidate.tokens > budget:
             smallest = candidate.tokens if smallest is None else min(smallest, candidate.tokens)
@@ -458,8 +491,8 @@ async def ground(
                 f"The collection {view.name!r} has no saved videos"
                 + (" among the inputs." if inputs else "."),
                 hint=per_surface(
-                    rest="Add videos with POST /api/v1/collections/{id}/items first, or ask about inputs.",
-                    mcp="Add videos with add_to_collection first, or ask about urls.",
+                    rest="Add videos with POST /api/v1/collections/{id}/items first, or name the videos in inputs.",
+                    mcp="Add videos with add_to_collection first, or name the videos in urls.",
                 ),
             )
         scope.collection = view.id
