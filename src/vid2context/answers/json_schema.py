@@ -177,7 +177,7 @@ def _check_keyword(key: str, value: Any, root: dict[str, Any], at: str, depth: i
         if value != "#" and not value.startswith("#/") or _resolve(root, value) is None:
             raise _bad(
                 f"schema has a $ref that points at nothing ({value[:80]!r} at {at[:120]}).",
-                "Point it at a schema of this document, such as #/$defs/<name>.",
+                "Give the $ref as a pointer to a schema of this document, such as #/$defs/<name>.",
             )
 
 
