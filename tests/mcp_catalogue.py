@@ -25,4 +25,7 @@ TOOLS = {
     "research_videos",
     "get_key_moments",
     "get_video_context",
+    "build_brief",
+    "extract",
+    "digest_videos",
 }

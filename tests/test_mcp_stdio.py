@@ -95,7 +95,7 @@ async def test_the_stdio_server_serves_every_tool(tmp_path: Path, replay: Replay
             "vid2context export.md",
         ]
         prompts = {prompt.name for prompt in (await client.list_prompts()).prompts}
-        assert prompts == {"brief", "buyer_guide"}
+        assert prompts == {"brief", "buyer_guide", "digest"}
         with pytest.raises(MCPError) as caught:  # without what it needs: the real message, not stderr's
             await client.get_prompt("brief", {})
         refusal = json.loads(caught.value.error.message)

@@ -691,7 +691,7 @@ async def test_long_work_answers_processing_then_get_job_gives_the_result(
 @ON_WORKER_TOO
 async def test_prompts_plan_the_reading_and_ask_for_citations(client: Client) -> None:
     prompts = {prompt.name: prompt for prompt in (await client.list_prompts()).prompts}
-    assert set(prompts) == {"brief", "buyer_guide"}
+    assert set(prompts) == {"brief", "buyer_guide", "digest"}
     assert {arg.name for arg in prompts["buyer_guide"].arguments} == {"product", "collection", "urls"}
     assert all(arg.description for prompt in prompts.values() for arg in prompt.arguments)
     brief = await client.get_prompt(

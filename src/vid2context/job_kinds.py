@@ -1,4 +1,5 @@
-"""The built-in job kinds: ``context``, ``items``, ``bundle``, ``ingest``, ``refresh`` and ``index``.
+"""The built-in job kinds: ``context``, ``items``, ``bundle``, ``ingest``, ``refresh`` and ``index``
+here, ``brief`` and ``extract`` in ``answers/kinds.py``.
 
 Each kind checks its input and options before anything is queued (a bad request never becomes a
 failed job), then runs on the same core functions the REST routes and MCP tools call (``items`` and
@@ -30,6 +31,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from . import library, pipeline
+from .answers.kinds import ANSWER_KINDS
 from .batch import MAX_VIDEOS as MAX_BUNDLE_VIDEOS
 from .batch import read_videos
 from .bundle import build_bundle
@@ -324,4 +326,5 @@ BUILTIN_KINDS: dict[str, JobKind] = {
     "ingest": JobKind(_check_ingest, _run_ingest, "add videos and lists to a collection"),
     "refresh": JobKind(_check_refresh, _run_refresh, "read a collection's sources for new videos"),
     "index": JobKind(_check_index, _run_index, "embed saved videos not indexed yet, for search"),
+    **ANSWER_KINDS,
 }

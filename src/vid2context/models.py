@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -27,6 +27,9 @@ __all__ = [
     "Attempt",
     "AttemptOutcome",
     "Base",
+    "Brief",
+    "BriefDisagreement",
+    "BriefPoint",
     "CaptionTrack",
     "Chapter",
     "ChatMessage",
@@ -37,7 +40,9 @@ __all__ = [
     "Comment",
     "EmbeddingSpace",
     "Embeddings",
+    "ExtractionResult",
     "FailedInput",
+    "FieldCitations",
     "Kind",
     "ModelChoice",
     "Mode",
@@ -518,3 +523,72 @@ class AskResult(Base, kw_only=True):
     attempts: list[Attempt] = []
     context_tokens: int | None = None
     prompt_tokens: int = 0
+
+
+class BriefPoint(Base, kw_only=True):
+    """One claim of a brief, with the moments that back it (each checked: ``Citation``)."""
+
+    text: str
+    """The claim, its ``[n]`` kept where they name a source of ``Brief.sources``."""
+    citations: list[Citation] = []
+    videos: int = 0
+    """How many distinct videos back it."""
+
+
+class BriefDisagreement(Base, kw_only=True):
+    """Where the videos part ways: a topic and each position, each from its own videos."""
+
+    topic: str
+    positions: list[BriefPoint] = []
+
+
+class Brief(Base, kw_only=True):
+    """``POST /api/v1/briefs`` (a job's result) and MCP ``build_brief``: claims with checked citations.
+
+    ``consensus`` holds only claims backed by two or more videos and ``disagreement`` only topics
+    whose positions come from two or more videos; what the model offered as either with less is
+    among ``claims``, said in ``notes``. A claim left with no citation that checks is dropped
+    (``notes``); the numbers it cited that match no source are in ``unverified``."""
+
+    template: str
+    question: str | None = None
+    summary: str = ""
+    claims: list[BriefPoint] = []
+    consensus: list[BriefPoint] = []
+    disagreement: list[BriefDisagreement] = []
+    open_questions: list[str] = []
+    sources: list[AnswerSource] = []
+    unverified: list[int] = []
+    notes: list[str] = []
+    left_out: int = 0
+    """Passages found that did not fit the answering model's window."""
+    failed: list[FailedInput] = []
+    rung: str
+    model: str
+    usage: Usage | None = None
+    attempts: list[Attempt] = []
+
+
+class FieldCitations(Base, kw_only=True):
+    """The moments that back one field of an extraction, by JSON pointer into ``data``."""
+
+    field: str
+    citations: list[Citation] = []
+
+
+class ExtractionResult(Base, kw_only=True):
+    """``POST /api/v1/extract`` (a job's result) and MCP ``extract``: ``data`` matches the template's
+    or the caller's JSON Schema (checked; an answer that does not is never returned)."""
+
+    template: str | None = None
+    data: dict[str, Any]
+    citations: list[FieldCitations] = []
+    unverified: list[int] = []
+    notes: list[str] = []
+    sources: list[AnswerSource] = []
+    left_out: int = 0
+    failed: list[FailedInput] = []
+    rung: str
+    model: str
+    usage: Usage | None = None
+    attempts: list[Attempt] = []

@@ -12,6 +12,7 @@ from litestar.datastructures import State
 
 from ..held import Held
 from ..runtime import Runtime
+from .answers import ANSWER_ROUTES
 from .ask import ASK_ROUTES
 from .catalog import formats, models
 from .collections import COLLECTION_ROUTES
@@ -136,6 +137,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             *RESEARCH_ROUTES,
             upload,
             *JOB_ROUTES,
+            *ANSWER_ROUTES,
             *mcp.route_handlers,
         ],
         exception_handlers=EXCEPTION_HANDLERS,

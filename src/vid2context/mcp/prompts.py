@@ -1,4 +1,5 @@
-"""Prompts that tell the agent how to build a cited answer from videos: ``brief`` and ``buyer_guide``.
+"""Prompts that tell the agent how to build a cited answer from videos: ``brief`` and ``buyer_guide``,
+and ``digest``, which drives the ``digest_videos`` tool.
 
 Synthesis is the agent's job: the prompts plan the reading (token counts, outline first, sections
 or whole transcripts), ask for every claim to be cited as ``[Video title @ m:ss](link)`` and for
@@ -161,6 +162,28 @@ def register(server: MCPServer, deps: Deps) -> None:
             "## Consensus and disagreement (say which sources agree, which differ, and single-source claims)\n"
             "## Open questions\n"
             "## Sources (title, channel, link of every video used)"
+        )
+        return [UserMessage(text)]
+
+    @prompt(name="digest", title="Digest videos with your own model")
+    async def digest(
+        collection: CollectionArg = None, urls: UrlsArg = None, question: QuestionArg = None
+    ) -> list[UserMessage]:
+        """Messages that drive digest_videos: a cited digest written by your own model (sampling),
+        or, when this client cannot sample, the plan it answers, followed by you."""
+        sources = await _sources(deps, collection, urls)
+        arguments: dict[str, Any] = {}
+        if collection and collection.strip():
+            arguments["collection"] = collection.strip()
+        if listed := _urls(urls):
+            arguments["urls"] = listed
+        if question and question.strip():
+            arguments["question"] = one_line(question, 500)
+        text = (
+            f"Digest these videos.\n\n{sources}\n\nCall digest_videos {json_text(arguments)}. When it answers a "
+            'digest, give it as it is, with its source lines. When it answers a plan instead ("Not a digest"), '
+            "make the calls the plan lists and write the digest as its steps say, citing every point as "
+            "[Video title @ m:ss](link)."
         )
         return [UserMessage(text)]
 
