@@ -157,14 +157,12 @@ def build_runtime(
     """A runtime with the portable providers only: what every platform can run (a memory vector
     index unless ``vectors`` is given; the platform builders set their own, or none)."""
     client = http or make_http_client(settings)
+    where = Where(edge=name == "worker", files=name != "worker" and not settings.public)
     sources: list[SourceProvider] = [
         YouTubeProvider(
-            client,
-            origin=settings.youtube_origin,
-            max_items=settings.max_playlist_items,
-            where=Where(edge=name == "worker", files=name != "worker" and not settings.public),
+            client, origin=settings.youtube_origin, max_items=settings.max_playlist_items, where=where
         ),
-        SupadataProvider.from_settings(settings, client),  # hosted, optional: after InnerTube
+        SupadataProvider.from_settings(settings, client, where),  # hosted, optional: after InnerTube
     ]
     runtime = Runtime(
         settings=settings,

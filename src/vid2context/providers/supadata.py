@@ -54,8 +54,9 @@ import httpx
 import msgspec
 
 from ..ctx import Ctx
-from ..errors import ErrorCode, VidError, steps
+from ..errors import ErrorCode, VidError
 from ..models import CaptionTrack, Comment, Segment, Thumbnail, Transcript, VideoMetadata, VideoRef
+from ..refusals import Where, no_captions
 from ..settings import Settings
 from .captions import missing_note, same_language
 from .speech import Wording, parse_retry_after, status_error, transport_error
@@ -133,12 +134,12 @@ def _said(response: httpx.Response) -> str:
     return _said_of(error if isinstance(error, dict) else body)  # nested: the older SDK's shape
 
 
-def _status_error(response: httpx.Response, video_id: str) -> VidError:
+def _status_error(response: httpx.Response, video_id: str, where: Where) -> VidError:
     status = response.status_code
     said = _said(response)
     quoted = f" ({said})" if said else ""
     if status == 206:
-        return _no_transcript(video_id, quoted)
+        return _no_transcript(video_id, where, quoted)
     if status in (401, 403):  # the message names the variable too: attempts show messages, not hints
         error = status_error(SERVICE, status, requires=REQUIRES, wording=WORDING)
         error.message = f"Supadata refused SUPADATA_API_KEY (HTTP {status}){quoted}."
@@ -174,12 +175,11 @@ def _status_error(response: httpx.Response, video_id: str) -> VidError:
     )
 
 
-def _no_transcript(video_id: str, quoted: str = "") -> VidError:
+def _no_transcript(video_id: str, where: Where, quoted: str = "") -> VidError:
     return VidError(
         ErrorCode.NO_TRANSCRIPT,
         f"Supadata has no captions for video {video_id}{quoted}.",
-        hint="Tell the user the video has no captions; its speech can be transcribed on the local runtime "
-        "(`vid2context get URL --mode stt`), which downloads the audio.",
+        hint=no_captions(where),
     )
 
 
@@ -219,6 +219,7 @@ class SupadataProvider:
         poll_interval_s: float = POLL_INTERVAL_S,
         max_polls: int = MAX_POLLS,
         sleep: Sleep = asyncio.sleep,
+        where: Where | None = None,
     ) -> None:
         self.enabled = bool(api_key)
         self._client = client
@@ -227,10 +228,12 @@ class SupadataProvider:
         self._poll_interval = poll_interval_s
         self._max_polls = max_polls
         self._sleep = sleep
+        self._where = where or Where()
+        """Where the server runs: the way out of a video without captions that its hints name."""
 
     @classmethod
-    def from_settings(cls, settings: Settings, client: httpx.AsyncClient) -> SupadataProvider:
-        return cls(client, api_key=settings.supadata_api_key, base_url=settings.supadata_base_url)
+    def from_settings(cls, settings: Settings, client: httpx.AsyncClient, where: Where) -> SupadataProvider:
+        return cls(client, api_key=settings.supadata_api_key, base_url=settings.supadata_base_url, where=where)
 
     def accepts(self, ref: VideoRef) -> bool:
         """YouTube videos, once the key is set (lists and channels stay with InnerTube)."""
@@ -268,7 +271,8 @@ class SupadataProvider:
         raise VidError(
             ErrorCode.NO_PROVIDER,
             "Supadata does not list a video's caption tracks (nor whether each is manual or automatic).",
-            hint=steps("Read the transcript itself ({transcript}); it says which languages there are."),
+            hint="Tell the user this rung lists no caption tracks (the InnerTube rung does); do not retry "
+            "here.",
         )
 
     async def captions(self, ref: VideoRef, ctx: Ctx, *, lang: str | None = None) -> Transcript:
@@ -320,7 +324,7 @@ class SupadataProvider:
         except httpx.HTTPError as exc:
             raise transport_error(SERVICE, exc, wording=WORDING) from None
         if response.status_code not in (200, 202):
-            raise _status_error(response, vid)
+            raise _status_error(response, vid, self._where)
         return response
 
     def _decode(self, response: httpx.Response, vid: str) -> _TranscriptAnswer:
@@ -345,7 +349,7 @@ class SupadataProvider:
             if state.status == "failed":
                 said = _said_of(state.error)
                 if said and "transcript-unavailable" in said:
-                    raise _no_transcript(vid, f" ({said})")
+                    raise _no_transcript(vid, self._where, f" ({said})")
                 raise VidError(
                     ErrorCode.UPSTREAM,
                     f"Supadata's transcript job for video {vid} failed" + (f" ({said})." if said else "."),
@@ -365,7 +369,7 @@ class SupadataProvider:
             raise _unreadable(vid, "transcript")
         segments = _segments(answer.content)
         if not segments:
-            raise _no_transcript(vid)
+            raise _no_transcript(vid, self._where)
         language = answer.lang or next((c.lang for c in answer.content if c.lang), None)
         available = [code for code in answer.availableLangs if isinstance(code, str)][:200]
         missing = lang if lang and language and not same_language(lang, language, exact=False) else None
