@@ -10,7 +10,8 @@ It answers as Supadata's documentation shows (see ``providers/supadata.py`` for 
   then ``GET /v1/transcript/{jobId}`` answers ``queued``, ``active``, then ``completed`` with the
   transcript (or ``failed`` for a video marked ``fails``); 206 ``transcript-unavailable`` for a
   video without captions; ``lang`` is a preference: a language it lacks gets the first one;
-- ``fail_next`` scripts answers (429 with ``Retry-After``, 402, 5xx) for the next requests.
+- ``fail_next`` scripts answers (429 with ``Retry-After``, 402, 5xx; 200 is an HTML page in place of
+  the JSON) for the next requests.
 """
 
 from __future__ import annotations
@@ -80,7 +81,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(401, _error("invalid-request", "Invalid or missing API key"))
         if scripted is not None:
             status, headers = scripted
-            code = "limit-exceeded" if status == 429 else "upgrade-required" if status == 402 else "internal-error"
+            if status == 200:  # a proxy's page in place of the documented JSON
+                return self._send(200, None, {"Content-Type": "text/html"}, raw=b"<html>gateway</html>")
+            code = {429: "limit-exceeded", 402: "upgrade-required"}.get(status, "internal-error")
             return self._send(status, _error(code, "scripted"), headers)
         self._send(*self._answer(parts.path, query))
 
@@ -142,11 +145,13 @@ class _Handler(BaseHTTPRequestHandler):
             "availableLangs": list(video.tracks),
         }
 
-    def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body).encode()
+    def _send(
+        self, status: int, body: Any, headers: dict[str, str] | None = None, *, raw: bytes | None = None
+    ) -> None:
+        data = raw if raw is not None else json.dumps(body).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        for name, value in (headers or {}).items():
+        headers = {"Content-Type": "application/json", **(headers or {})}
+        for name, value in headers.items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

@@ -77,7 +77,11 @@ async def test_captions_and_metadata_come_timed_from_supadata(supadata: FakeSupa
     assert path == "/v1/transcript" and good_key
     assert query["text"] == "false" and query["mode"] == "native" and BLOCKED in query["url"]
     metadata = await rung.metadata(ref, Ctx())
-    assert (metadata.title, metadata.channel, metadata.duration_sec) == ("Kickstand teardown", "Test Channel", 600)
+    assert (metadata.title, metadata.channel, metadata.duration_sec) == (
+        "Kickstand teardown",
+        "Test Channel",
+        600,
+    )
     assert metadata.published_at == "2024-05-01" and metadata.id == f"youtube:{BLOCKED}"
 
 
@@ -120,6 +124,11 @@ async def test_documented_failures_map_onto_our_codes(supadata: FakeSupadata) ->
     supadata.fail_next = [(503, {})]
     down = await _error(rung.captions(_ref(BLOCKED), Ctx()))
     assert down.code is ErrorCode.UPSTREAM and "503" in down.message
+    supadata.fail_next = [(200, {}), (200, {})]
+    garbled = await _error(rung.captions(_ref(BLOCKED), Ctx()))
+    assert garbled.code is ErrorCode.UPSTREAM and "Could not read Supadata's transcript" in garbled.message
+    garbled = await _error(rung.metadata(_ref(BLOCKED), Ctx()))
+    assert garbled.code is ErrorCode.UPSTREAM and "video details" in garbled.message
 
 
 async def test_a_wrong_key_is_auth_naming_the_variable_never_the_key(supadata: FakeSupadata) -> None:

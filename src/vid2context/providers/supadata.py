@@ -185,7 +185,9 @@ def _no_transcript(video_id: str, where: Where, quoted: str = "") -> VidError:
 
 def _unreadable(video_id: str, what: str) -> VidError:
     return VidError(
-        ErrorCode.UPSTREAM, f"Could not read Supadata's {what} (video {video_id}).", hint=WORDING.upstream_hint
+        ErrorCode.UPSTREAM,
+        f"Could not read Supadata's {what} (video {video_id}).",
+        hint=WORDING.upstream_hint,
     )
 
 
@@ -233,7 +235,9 @@ class SupadataProvider:
 
     @classmethod
     def from_settings(cls, settings: Settings, client: httpx.AsyncClient, where: Where) -> SupadataProvider:
-        return cls(client, api_key=settings.supadata_api_key, base_url=settings.supadata_base_url, where=where)
+        return cls(
+            client, api_key=settings.supadata_api_key, base_url=settings.supadata_base_url, where=where
+        )
 
     def accepts(self, ref: VideoRef) -> bool:
         """YouTube videos, once the key is set (lists and channels stay with InnerTube)."""
@@ -311,13 +315,12 @@ class SupadataProvider:
 
     async def _get(self, path: str, params: dict[str, str], vid: str, ctx: Ctx) -> httpx.Response:
         ctx.check()
-        remaining = ctx.remaining
         try:
             response = await self._client.get(
                 self._base + path,
                 params=params,
                 headers={"x-api-key": self._api_key, "Accept": "application/json"},
-                timeout=None if remaining is None else httpx.Timeout(max(0.1, remaining)),
+                timeout=self._timeout(ctx),
             )
         except httpx.TimeoutException as exc:
             raise transport_error(SERVICE, exc, timeout=True, wording=WORDING) from None
@@ -326,6 +329,13 @@ class SupadataProvider:
         if response.status_code not in (200, 202):
             raise _status_error(response, vid, self._where)
         return response
+
+    def _timeout(self, ctx: Ctx) -> Any:
+        """The client's own timeouts, shortened to what is left of the call's time."""
+        remaining, usual = ctx.remaining, self._client.timeout.read
+        if remaining is None:
+            return httpx.USE_CLIENT_DEFAULT
+        return httpx.Timeout(max(0.1, min(remaining, usual if usual is not None else remaining)))
 
     def _decode(self, response: httpx.Response, vid: str) -> _TranscriptAnswer:
         try:
