@@ -14,7 +14,12 @@
   rung is the plain-httpx ``OpenAICompatibleWhisper`` that CPython tests never reach otherwise. With
   ``GROQ_API_KEY`` and ``GROQ_BASE_URL`` pointing at ``tests/fake_whisper.py``, an uploaded
   ``talk.mp3`` is transcribed through ``Default.fetch`` by Groq's path, key and model.
-- Size: wrangler's own ``Total Upload ... / gzip ...`` is under the 10 MiB limit of a paid plan.
+- Size: wrangler's own ``Total Upload ... / gzip ...`` is under 9.5 MiB (``TARGET_BYTES``, issue
+  15's ceiling), half a MiB under the 10 MiB limit of a paid plan. That figure is the CPython-wheel
+  approximation described below: pywrangler vendors every dependency, compiled ones included, as
+  Pyodide wheels into ``python_modules/`` (nothing is supplied by the runtime), and the Pyodide
+  builds of the compiled packages are smaller (cryptography's is about 1 MB against 4.5 MiB here),
+  so the real upload is smaller than the figure this test checks.
 
 ``python_modules/`` is filled with the closure of ``[project].dependencies`` under Pyodide's
 environment markers at the versions in uv.lock (``scripts/worker_deps.py``; ``make deploy`` pins
@@ -36,6 +41,7 @@ from bench.bench_worker import (
     LIMIT_BYTES,
     ROOT,
     SERVE_STEPS,
+    TARGET_BYTES,
     build_upload,
     dependency_closure,
     distribution_files,
@@ -100,6 +106,7 @@ def test_every_exclude_glob_names_files_of_the_closure() -> None:
     assert not unmatched, f"exclude globs that match no file of the Worker's dependencies: {unmatched}"
     refused = refused_modules(globs)  # raises on a glob of unknown shape
     assert "faker" in refused and "yaml._yaml" in refused
+    assert {"multidict._multidict", "cffi", "pydantic.mypy"} <= set(refused)
 
 
 def test_wrangler_glob_matches_as_wrangler_does() -> None:
@@ -126,13 +133,15 @@ def upload(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-def test_upload_is_under_the_size_limit(upload: dict[str, Any]) -> None:
+def test_upload_is_under_the_size_target(upload: dict[str, Any]) -> None:
+    """Under 9.5 MiB after gzip, with the CPython wheels standing in (see the module docstring)."""
     gzip_bytes = upload["gzip_kib"] * 1024
     biggest = ", ".join(f"{p['package']} {p['gzip_kib']:.0f} KiB" for p in upload["packages"][:10])
-    assert gzip_bytes < LIMIT_BYTES, (
+    assert TARGET_BYTES < LIMIT_BYTES
+    assert gzip_bytes < TARGET_BYTES, (
         f"the Worker upload is {upload['gzip_kib'] / 1024:.2f} MiB after gzip "
-        f"({upload['raw_kib'] / 1024:.1f} MiB raw), over the {LIMIT_BYTES / 2**20:.0f} MiB limit; "
-        f"biggest packages (gzip alone): {biggest}"
+        f"({upload['raw_kib'] / 1024:.1f} MiB raw), over the {TARGET_BYTES / 2**20:.1f} MiB target "
+        f"(the limit is {LIMIT_BYTES / 2**20:.0f} MiB); biggest packages (gzip alone): {biggest}"
     )
 
 
@@ -191,6 +200,8 @@ async def test_worker_serves_with_every_excluded_module_refused(
     loaded = set(report["modules"])
     assert {"entry", "vid2context", "litestar", "mcp", "msgspec"} <= loaded
     assert not loaded & set(refused)
+    # multidict asked for its C extension, was refused, and served on its pure-Python twin.
+    assert "multidict._multidict" in report["refused_attempts"], report["refused_attempts"]
     # Every module came from the upload, the stand-in or the standard library.
     assert report["outside_upload"] == [], report["outside_upload"]
 

@@ -111,7 +111,11 @@ async def test_the_stores_are_the_bindings_and_health_says_worker(runtimes: Runt
     async with serve(create_app(runtime, owns_runtime=False)) as client:
         health = (await client.get(f"{API}/health")).json()
     assert health["runtime"] == "worker" and health["storage"] == "cloudflare"
-    assert [p["id"] for p in health["providers"] if p["kind"] == "source"] == ["youtube", "upload"]
+    assert [p["id"] for p in health["providers"] if p["kind"] == "source"] == [
+        "youtube",
+        "supadata",
+        "upload",
+    ]
 
 
 async def test_without_an_ai_binding_its_rung_is_disabled_and_requires_ai(runtimes: Runtimes) -> None:

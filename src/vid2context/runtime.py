@@ -28,6 +28,7 @@ from .models import VideoContext
 from .providers.base import SourceProvider
 from .providers.speech import SpeechToText
 from .providers.stt import hosted_rungs, ordered, stt_plan
+from .providers.supadata import SupadataProvider
 from .providers.upload import UploadProvider
 from .providers.youtube import YouTubeProvider
 from .refusals import Where
@@ -156,13 +157,12 @@ def build_runtime(
     """A runtime with the portable providers only: what every platform can run (a memory vector
     index unless ``vectors`` is given; the platform builders set their own, or none)."""
     client = http or make_http_client(settings)
+    where = Where(edge=name == "worker", files=name != "worker" and not settings.public)
     sources: list[SourceProvider] = [
         YouTubeProvider(
-            client,
-            origin=settings.youtube_origin,
-            max_items=settings.max_playlist_items,
-            where=Where(edge=name == "worker", files=name != "worker" and not settings.public),
+            client, origin=settings.youtube_origin, max_items=settings.max_playlist_items, where=where
         ),
+        SupadataProvider.from_settings(settings, client, where),  # hosted, optional: after InnerTube
     ]
     runtime = Runtime(
         settings=settings,
@@ -253,7 +253,8 @@ def _add_local_sources(runtime: Runtime, egress: Any) -> None:
     youtube-transcript-api (the same flow maintained upstream, so an upgrade fixes it when YouTube
     changes; captions only, in a thread), then yt-dlp (a subprocess: slowest to start, but other
     clients, cookies and PO tokens, so it gets through when the others are blocked). Other pages:
-    yt-dlp alone. Files: ffprobe/ffmpeg. yt-dlp cannot be pointed at VID2CONTEXT_YOUTUBE_ORIGIN, so
+    yt-dlp alone. Files: ffprobe/ffmpeg. Supadata, the hosted rung, comes after all of them here (it
+    spends credits; on the Worker it follows InnerTube directly). yt-dlp cannot be pointed at VID2CONTEXT_YOUTUBE_ORIGIN, so
     while that replays recorded traffic it is left out of the YouTube ladder.
     """
     from .providers.localfile import LocalFileProvider
@@ -274,7 +275,9 @@ def _add_local_sources(runtime: Runtime, egress: Any) -> None:
         )
     )
     local.append(LocalFileProvider.from_settings(settings))
-    runtime.sources.extend(local)
+    # The hosted rung spends credits, and the user's own address usually works: it goes last.
+    hosted = [p for p in runtime.sources if isinstance(p, SupadataProvider)]
+    runtime.sources = [p for p in runtime.sources if p not in hosted] + local + hosted
 
 
 def _add_local_stt(runtime: Runtime) -> None:

@@ -438,6 +438,22 @@ SETTINGS: tuple[Setting, ...] = (
         "Cloudflare API base URL (the cloudflare SDK's own variable); unset: "
         "https://api.cloudflare.com/client/v4.",
     ),
+    Setting(
+        "SUPADATA_API_KEY",
+        "supadata_api_key",
+        "str",
+        None,
+        "Supadata API key: turns on the hosted transcript rung, which reads YouTube captions and "
+        "metadata from addresses YouTube accepts (for a Worker whose address YouTube blocks); each "
+        "call spends the account's credits.",
+    ),
+    Setting(
+        "SUPADATA_BASE_URL",
+        "supadata_base_url",
+        "str",
+        None,
+        "Supadata API base URL; unset: https://api.supadata.ai/v1.",
+    ),
 )
 
 
@@ -494,6 +510,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     cloudflare_account_id: str | None = None
     cloudflare_api_token: str | None = None
     cloudflare_base_url: str | None = None
+    supadata_api_key: str | None = None
+    supadata_base_url: str | None = None
 
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -55,6 +55,8 @@ class HealthProvider(msgspec.Struct, rename="camel", kw_only=True, omit_defaults
     enabled: bool
     rungs: list[HealthRung] | None = None
     """Speech-to-text, embedding and language-model entries only: their rungs in ladder order."""
+    requires: list[str] | None = None
+    """Source entries only, for an optional hosted source (Supadata): the variables it needs."""
 
 
 class HealthSearch(VectorStatus, kw_only=True):
@@ -99,7 +101,16 @@ async def health(request: Request) -> HealthResponse:
             for f in FORMATTERS.values()
         ],
         providers=[
-            *(HealthProvider(id=p.id, kind="source", name=p.name, enabled=True) for p in runtime.sources),
+            *(
+                HealthProvider(
+                    id=p.id,
+                    kind="source",
+                    name=p.name,
+                    enabled=getattr(p, "enabled", True),
+                    requires=list(getattr(p, "requires", ())) or None,
+                )
+                for p in runtime.sources
+            ),
             *stt_providers(runtime),
             *embed_providers(runtime),
             *llm_providers(runtime),
