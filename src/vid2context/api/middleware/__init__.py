@@ -8,7 +8,7 @@
     Cors         allowlist, preflights before auth          (VID2CONTEXT_CORS_ORIGINS)
     Auth         API keys and scopes                        (VID2CONTEXT_API_KEYS)
     RateLimit    token bucket per key or client address     (VID2CONTEXT_RATE_LIMIT)
-    Limits       body size and request timeout              (VID2CONTEXT_MAX_BODY_KB, ..._TIMEOUT_MS)
+    Limits       body size and request timeout              (VID2CONTEXT_MAX_BODY_KB, ..._PUSH_KB, ..._TIMEOUT_MS)
 
 A layer whose setting turns it off is left out rather than made to check on every request.
 ``create_app`` wraps Litestar's own handler (router plus exception handlers) with them, so they
@@ -80,7 +80,10 @@ def build_middleware(
         )
     layers.append(
         partial(
-            Limits, max_body_bytes=settings.max_body_kb * 1024, timeout_s=settings.request_timeout_ms / 1000
+            Limits,
+            max_body_bytes=settings.max_body_kb * 1024,
+            timeout_s=settings.request_timeout_ms / 1000,
+            max_push_bytes=settings.max_push_kb * 1024,
         )
     )
     return layers
