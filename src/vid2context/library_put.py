@@ -32,12 +32,12 @@ from typing import Literal
 
 import msgspec
 
+from .answers.translate import delete_translations
+from .collections_io import normalize_video_id
 from .ctx import Ctx
 from .errors import ErrorCode, VidError
 from .inputs import parse_input
 from .models import Attempt, Base, Embeddings, VideoContext
-from .answers.translate import delete_translations
-from .collections_io import normalize_video_id
 from .pipeline import run_rung
 from .runtime import Runtime
 from .search.indexing import choose_space, index_video
@@ -218,9 +218,7 @@ def _check_times(context: VideoContext) -> None:
         latest = start
 
 
-def _pushed_records(
-    context: VideoContext, embeddings: Embeddings
-) -> list[VectorRecord]:
+def _pushed_records(context: VideoContext, embeddings: Embeddings) -> list[VectorRecord]:
     """The pushed vectors as records of this transcript's windows; ``bad-request`` when they
     cannot be (their count, dimension or values)."""
     space = check_space(embeddings.space)

@@ -90,7 +90,9 @@ def request_ctx(connection: Any, runtime: Runtime) -> Ctx:
 
 
 class Limits:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, timeout_s: float, max_push_bytes: int = 0) -> None:
+    def __init__(
+        self, app: ASGIApp, *, max_body_bytes: int, timeout_s: float, max_push_bytes: int = 0
+    ) -> None:
         self.app = app
         self.max_body = max_body_bytes
         self.max_push = max_push_bytes
