@@ -159,7 +159,7 @@ def _check_id(path_id: str, context: VideoContext) -> str:
             f"The path names {key[:80]} but the body is {context.id[:80]}.",
             "PUT each context at its own id: /api/v1/library/<its id, URL-encoded once>.",
         )
-    if context.metadata.id != context.id:
+    if context.metadata.id not in (context.id, context.id.partition(":")[2]):  # its id, or the native one
         raise _bad(f"metadata.id ({context.metadata.id[:80]}) is not the context's id ({context.id[:80]}).")
     try:
         ref = parse_input(key)
