@@ -51,7 +51,9 @@ _VERB_ARG = re.compile(
 )
 _CODE = re.compile(r"`[^`]*`")
 _QUOTED = re.compile(r"`([a-zA-Z][a-zA-Z_-]*)`")
-_HEADERS = frozenset({"Authorization", "Content-Length", "Content-Type", "Last-Event-ID", "If-None-Match"})
+_HEADERS = frozenset(
+    {"Authorization", "Content-Length", "Content-Type", "Last-Event-ID", "If-None-Match", "If-Match"}
+)
 """Request headers are a REST call's arguments too."""
 _AGAIN = re.compile(r"\brepeat (?:the|this|that) call\b|\bthe same call again\b", re.IGNORECASE)
 """Calling again is the step for a call that was canceled or ran out of time."""

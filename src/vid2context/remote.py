@@ -134,7 +134,7 @@ class RemoteServer:
             raise VidError(
                 ErrorCode.TIMEOUT,
                 f"{self.url} did not answer in time.",
-                hint="Run the command again once; what was moved stays moved.",
+                hint="Repeat the call once (run the command again): what was moved stays moved.",
             ) from None
         except httpx.HTTPError as error:
             raise VidError(
@@ -225,7 +225,7 @@ class RemoteServer:
             raise VidError(
                 ErrorCode.UPSTREAM,
                 f"{self.url}'s job {job_id[:40]} ended {job.get('status')}: {str(error.get('message'))[:200]}",
-                hint="Run the command again once; what was moved stays moved.",
+                hint="Repeat the call once (run the command again): what was moved stays moved.",
             )
 
 
@@ -239,7 +239,8 @@ def _remote_error(url: str, response: httpx.Response) -> VidError:
         return VidError(
             ErrorCode.UPSTREAM,
             f"{url} answered HTTP {response.status_code}, not a vid2context error.",
-            hint="Check that the URL is a vid2context server (its /api/v1/health answers).",
+            hint="Check that VID2CONTEXT_REMOTE_URL (or --to, --from, --with) names a vid2context server, "
+            "whose GET /api/v1/health answers.",
         )
 
 
