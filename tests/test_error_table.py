@@ -468,7 +468,9 @@ async def test_a_refusal_names_the_way_out_where_the_server_runs(
         if runtime_kind == "worker":
             assert "local runtime" in hint and "VID2CONTEXT_PROXY" not in hint, hint
             if video == BOT:  # the exact command that brings the video here
-                assert f"`vid2context push {watch(BOT)} --to " in hint and "VID2CONTEXT_REMOTE_KEY" in hint, hint
+                assert f"`vid2context push {watch(BOT)} --to " in hint and "VID2CONTEXT_REMOTE_KEY" in hint, (
+                    hint
+                )
         else:
             assert "VID2CONTEXT_YTDLP_COOKIES" in hint and "local runtime" not in hint, hint
             assert ("VID2CONTEXT_PROXY" in hint) is (video == BOT), hint
