@@ -23,7 +23,7 @@ import msgspec
 from litestar import Request, Response, delete, get, put
 from litestar.datastructures import ResponseHeader
 from litestar.openapi import ResponseSpec
-from litestar.params import JSONBody, Parameter, QueryParameter
+from litestar.params import HeaderParameter, JSONBody, Parameter, QueryParameter
 
 from .. import library, library_put
 from ..errors import ErrorCode, VidError
@@ -139,6 +139,13 @@ async def put_saved_video(
     request: Request,
     video_id: VideoIdPath,
     data: JSONBody[library_put.PushedContext],
+    if_match: Annotated[
+        str | None,
+        HeaderParameter(
+            name="If-Match",
+            description="The ETag of the saved copy this one replaces, or * for any saved copy.",
+        ),
+    ] = None,
 ) -> Response[library_put.PutResult]:
     """Save a ``VideoContext`` (what ``GET /library/{id}`` answers, optionally with ``embeddings``)
     at its id, indexed for keyword and vector search: ``201`` when new, ``200`` when it replaced
@@ -151,7 +158,7 @@ async def put_saved_video(
         runtime,
         _video_id(video_id),
         await request.body(),
-        if_match=request.headers.get("if-match"),
+        if_match=if_match,
         ctx=request_ctx(request, runtime),
     )
     return Response(result, status_code=201 if result.created else 200, headers={"ETag": result.etag})
