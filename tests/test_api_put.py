@@ -26,8 +26,9 @@ from vid2context.search.indexing import choose_space
 from vid2context.search.windows import make_windows
 
 from .fake_embeddings import FakeEmbeddings
-from .runtimes import ON_WORKER_TOO, Runtimes
+from .runtimes import ON_WORKER_TOO, Runtimes, serve
 from .talks import bike_review, sourdough
+from .youtube_replay import httpx_callback
 
 pytestmark = pytest.mark.anyio
 
@@ -303,3 +304,39 @@ async def test_bad_pushed_vectors_are_refused(embedding_edge: Edge, change: str,
     error = refused(response, 400, "bad-request")
     assert said in error["message"], error
     assert (await embedding_edge.client.get(path_of(talk.id))).status_code == 404
+
+
+# --- the edge's blocked answer --------------------------------------------------------------------
+
+MCP_HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "MCP-Protocol-Version": "2025-11-25",
+}
+
+
+@pytest.mark.httpx_mock(assert_all_responses_were_requested=False)
+@pytest.mark.parametrize("runtime_kind", ["worker"], indirect=True)
+async def test_blocked_on_the_edge_names_the_push_command_with_its_own_url(
+    runtimes: Runtimes, httpx_mock: Any
+) -> None:
+    """On the Worker, YouTube's bot check answers with the exact command that brings the video
+    here, with the URL the request reached this server by: over REST and over remote MCP. A Host
+    that is not a plain host name is never printed (Litestar refuses the worst itself)."""
+    httpx_mock.add_callback(httpx_callback, is_reusable=True, is_optional=True)
+    runtime = await runtimes.build(QUIET)
+    command = "`vid2context push https://www.youtube.com/watch?v=botCheck001 --to https://edge.example`"
+    async with serve(create_app(runtime)) as client:
+        client.base_url = httpx.URL("https://edge.example")
+        error = refused(await client.get("/api/v1/transcript", params={"url": "botCheck001"}), 503, "blocked")
+        assert command in error["hint"] and "VID2CONTEXT_REMOTE_KEY" in error["hint"], error
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+        call["params"] = {"name": "get_transcript", "arguments": {"url": "botCheck001"}}
+        answer = (await client.post("/mcp", json=call, headers=MCP_HEADERS)).json()
+        assert answer["result"]["isError"] is True
+        assert command in json.loads(answer["result"]["content"][0]["text"])["hint"]
+        hostile = await client.get(
+            "/api/v1/transcript", params={"url": "botCheck001"}, headers={"Host": "edge_$(id).example"}
+        )
+        hint = refused(hostile, 503, "blocked")["hint"]
+        assert "--to <this server's URL>`" in hint and "$(id)" not in hint, hint
