@@ -244,14 +244,7 @@ async def put_video(
     _check_sizes(pushed)
     _check_times(pushed)
     records = _pushed_records(pushed, pushed.embeddings) if pushed.embeddings is not None else None
-    context = VideoContext(
-        id=pushed.id,
-        metadata=pushed.metadata,
-        transcript=pushed.transcript,
-        comments=pushed.comments,
-        attempts=pushed.attempts,
-        fetched_at=pushed.fetched_at,
-    )
+    context = VideoContext(**{name: getattr(pushed, name) for name in VideoContext.__struct_fields__})
     current = await runtime.storage.get_context(key)
     current_tag = etag_of(current) if current is not None else None
     if not if_match_ok(if_match, current_tag):
