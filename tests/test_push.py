@@ -210,6 +210,13 @@ def test_push_needs_a_write_key_and_says_so(edge: Edge, laptop_youtube: ReplaySe
     assert "forbidden" in result.stderr, result.stderr
     nowhere = cli(pushed, laptop_youtube.origin, "push", VIDEO)
     assert nowhere.returncode == 1 and "VID2CONTEXT_REMOTE_URL" in nowhere.stderr
+    gone = cli(pushed, laptop_youtube.origin, "push", VIDEO, "--to", NOWHERE, "--key", WRITE_KEY)
+    assert gone.returncode == 1 and "failed youtube:GJLlxj_dtq8: upstream: Could not reach" in gone.stderr
+    assert "1 failed" in gone.stdout
+    not_ours = cli(
+        pushed, laptop_youtube.origin, "push", VIDEO, "--to", laptop_youtube.origin, "--key", WRITE_KEY
+    )
+    assert not_ours.returncode == 1 and "not a vid2context error" in not_ours.stderr, not_ours.stderr
 
 
 def test_a_fresh_home_pulls_them_back(edge: Edge, pushed: Path, tmp_path: Path) -> None:

@@ -126,30 +126,31 @@ class RemoteServer:
         return f"{self.url}/api/v1/" + "/".join(quote(part, safe="") for part in parts)
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """The answer; a ``GET`` may answer ``404`` (the caller asks whether something is there),
+        any other error status is the server's ``VidError``."""
         try:
             response = await self._client.request(
                 method, path, headers={**self._headers, **kwargs.pop("headers", {})}, **kwargs
             )
-        except httpx.TimeoutException:
-            raise VidError(
+        except httpx.HTTPError as error:
+            raise self._unreachable(error) from None
+        missing_ok = response.status_code == 404 and method == "GET"
+        if response.status_code >= 400 and not missing_ok:
+            raise _remote_error(self.url, response)
+        return response
+
+    def _unreachable(self, error: httpx.HTTPError) -> VidError:
+        if isinstance(error, httpx.TimeoutException):
+            return VidError(
                 ErrorCode.TIMEOUT,
                 f"{self.url} did not answer in time.",
                 hint="Repeat the call once (run the command again): what was moved stays moved.",
-            ) from None
-        except httpx.HTTPError as error:
-            raise VidError(
-                ErrorCode.UPSTREAM,
-                f"Could not reach {self.url}: {type(error).__name__}.",
-                hint="Check the server's URL (--to, --from, --with or VID2CONTEXT_REMOTE_URL) and the network.",
-            ) from None
-        if (
-            response.status_code >= 400
-            and response.status_code != 404
-            or response.status_code == 404
-            and method != "GET"
-        ):
-            raise _remote_error(self.url, response)
-        return response
+            )
+        return VidError(
+            ErrorCode.UPSTREAM,
+            f"Could not reach {self.url}: {type(error).__name__}.",
+            hint="Check the server's URL (--to, --from, --with or VID2CONTEXT_REMOTE_URL) and the network.",
+        )
 
     async def has_video(self, video_id: str) -> bool:
         """Whether the server holds ``video_id``: ``If-None-Match: *`` answers ``304`` with no body
@@ -214,11 +215,14 @@ class RemoteServer:
 
     async def _wait(self, job_id: str) -> None:
         """Follow a job's event stream to its end (the server closes it when the job ends)."""
-        async with self._client.stream(
-            "GET", self._path("jobs", job_id, "events"), headers=self._headers
-        ) as events:
-            async for _ in events.aiter_lines():
-                pass
+        try:
+            async with self._client.stream(
+                "GET", self._path("jobs", job_id, "events"), headers=self._headers
+            ) as events:
+                async for _ in events.aiter_lines():
+                    pass
+        except httpx.HTTPError as error:
+            raise self._unreachable(error) from None
         job = (await self._call("GET", self._path("jobs", job_id))).json()
         if job.get("status") != "succeeded":
             error = job.get("error") or {}
