@@ -340,3 +340,19 @@ async def test_blocked_on_the_edge_names_the_push_command_with_its_own_url(
         )
         hint = refused(hostile, 503, "blocked")["hint"]
         assert "--to <this server's URL>`" in hint and "$(id)" not in hint, hint
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/library/..%2F..%2Fetc%2Fpasswd",
+        "/api/v1/library/youtube%3ABikeReview1%00",
+        "/api/v1/library/" + "x" * 10_000,
+        "/api/v1/library/%20",
+    ],
+    ids=["traversal", "a NUL byte", "10 kB", "blank"],
+)
+async def test_hostile_ids_are_refused_and_store_nothing(edge: Edge, path: str) -> None:
+    response = await edge.client.put(path, json=body_of(TALK))
+    refused(response, 400, "bad-request")
+    assert (await edge.client.get("/api/v1/library")).json()["items"] == []
