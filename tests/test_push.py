@@ -228,7 +228,9 @@ def test_a_fresh_home_pulls_them_back(edge: Edge, pushed: Path, tmp_path: Path) 
     assert got.returncode == 0 and "Hey, this is just a test" in got.stdout, got.stderr
     view = asyncio.run(_local_view(tmp_path, "Talks"))
     assert len(view.videos) == count
-    everything = cli(tmp_path / "all", NOWHERE, "pull", "--from", edge.url, "--key", READ_KEY)  # every collection
+    everything = cli(
+        tmp_path / "all", NOWHERE, "pull", "--from", edge.url, "--key", READ_KEY
+    )  # every collection
     assert everything.returncode == 0 and "Talks" in everything.stdout, everything.stderr
     assert len(asyncio.run(_local_view(tmp_path / "all", "Talks")).videos) == count
 
