@@ -25,6 +25,8 @@ DEFAULT_OUT = ROOT / "worker" / "vid2context"
 LOCAL_ONLY = frozenset(
     {
         "cli",
+        "cli_remote",
+        "remote",
         "__main__",
         "providers/ytdlp",
         "providers/ytdlp_public",

@@ -34,7 +34,23 @@ from vid2context.mcp import create_mcp
 from vid2context.runtime import build_runtime
 from vid2context.settings import SETTINGS, load_settings
 
-__all__ = ["INPUT_CODES", "Surface", "corrects", "problems", "steps_named", "surfaces"]
+__all__ = ["INPUT_CODES", "REST_ONLY", "Surface", "corrects", "problems", "steps_named", "surfaces"]
+
+REST_ONLY = (
+    "api/",
+    "jobs.py",
+    "job_kinds.py",
+    "cli.py",
+    "cli_remote.py",
+    "remote.py",
+    "library_put.py",
+    "site.py",
+    "site_files.py",
+    "settings.py",
+)
+"""Modules no MCP call runs (paths under the package): the REST app, the REST job queue and its
+kinds, the CLI (push, pull and sync included, and the PUT they call), the docs site and the
+settings' help texts (the configuration page)."""
 
 INPUT_CODES = frozenset({"unsupported-input", "bad-request", "too-large", "not-found"})
 """The codes about what the caller sent: a hint that says how to send it right is a next step."""
@@ -51,7 +67,9 @@ _VERB_ARG = re.compile(
 )
 _CODE = re.compile(r"`[^`]*`")
 _QUOTED = re.compile(r"`([a-zA-Z][a-zA-Z_-]*)`")
-_HEADERS = frozenset({"Authorization", "Content-Length", "Content-Type", "Last-Event-ID", "If-None-Match"})
+_HEADERS = frozenset(
+    {"Authorization", "Content-Length", "Content-Type", "Last-Event-ID", "If-None-Match", "If-Match"}
+)
 """Request headers are a REST call's arguments too."""
 _AGAIN = re.compile(r"\brepeat (?:the|this|that) call\b|\bthe same call again\b", re.IGNORECASE)
 """Calling again is the step for a call that was canceled or ran out of time."""

@@ -243,5 +243,7 @@ async def test_delete_unknown_is_404(api: Api) -> None:
 async def test_wrong_methods_are_405_with_our_body(api: Api) -> None:
     response = await api.client.post(f"{API}/library", json={})
     assert_error(response, 405, "bad-request")
-    response = await api.client.put(f"{API}/library/{ENCODED}", json={})
+    response = await api.client.patch(f"{API}/library/{ENCODED}", json={})
+    assert_error(response, 405, "bad-request")
+    response = await api.client.put(f"{API}/library", json={})  # PUT takes an id (test_api_put.py)
     assert_error(response, 405, "bad-request")

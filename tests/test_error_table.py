@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+import msgspec
 import pytest
 from mcp.client import Client
 
@@ -36,8 +37,9 @@ from vid2context.mcp import create_mcp
 from vid2context.runtime import Runtime, build_runtime
 from vid2context.settings import load_settings
 
-from .hint_steps import problems, surfaces
+from .hint_steps import REST_ONLY, problems, surfaces
 from .runtimes import ON_WORKER_TOO, Runtimes
+from .talks import bike_review
 from .test_mcp_tools import json_block
 from .youtube_replay import TOO_MANY_REQUESTS_ID, httpx_callback
 
@@ -210,6 +212,16 @@ TABLE: dict[ErrorCode, Row] = {
             "VID2CONTEXT_API_KEYS": f"reader:read:{hashlib.sha256(READER_KEY.encode()).hexdigest()}",
         },
     ),
+    ErrorCode.PRECONDITION_FAILED: Row(
+        "Only PUT /api/v1/library/{id} has a precondition (If-Match), and no tool puts a context: "
+        "pushing is the local runtime's (vid2context push) over REST.",
+        rest(
+            "PUT",
+            "/api/v1/library/youtube%3ABikeReview1",
+            msgspec.to_builtins(bike_review()),
+            **{"If-Match": '"an-older-copy"'},
+        ),
+    ),
 }  # fmt: skip
 
 NOT_ON_MCP = {code for code, row in TABLE.items() if isinstance(row.mcp, str)}
@@ -219,7 +231,7 @@ NOT_ON_REST = {code for code, row in TABLE.items() if isinstance(row.rest, str)}
 def test_every_code_has_a_row() -> None:
     """A new ErrorCode needs a row: a call on each surface, or the reason it cannot be made."""
     assert set(TABLE) == set(ErrorCode)
-    assert NOT_ON_MCP == {ErrorCode.CANCELED, ErrorCode.UNAUTHORIZED}
+    assert NOT_ON_MCP == {ErrorCode.CANCELED, ErrorCode.UNAUTHORIZED, ErrorCode.PRECONDITION_FAILED}
     assert NOT_ON_REST == set()
     assert all(len(row.mcp) > 40 for code, row in TABLE.items() if code in NOT_ON_MCP)
 
@@ -321,8 +333,7 @@ async def test_the_rest_call_answers_its_code_and_a_step_rest_has(world: World, 
 # --- every hint in the source ----------------------------------------------------------------------
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "vid2context"
-REST_ONLY = ("api/", "jobs.py", "job_kinds.py", "cli.py", "site.py", "site_files.py", "settings.py")
-"""Modules whose hints only REST clients (and the CLI) read; ``mcp/`` ones only MCP clients."""
+# hint_steps.REST_ONLY: modules whose hints only REST clients (and the CLI) read; ``mcp/`` ones only MCP clients.
 _HINT_NAME = re.compile(r"^_?(?:[A-Z]+_)*HINT(?:_[A-Z]+)*$")
 
 
@@ -444,9 +455,15 @@ async def test_a_refusal_names_the_way_out_where_the_server_runs(
         assert "do not retry" in hint and "locally" not in hint, hint
         if runtime_kind == "worker":
             assert "local runtime" in hint and "VID2CONTEXT_PROXY" not in hint, hint
+            if video == BOT:  # the exact command that brings the video here
+                assert f"`vid2context push {watch(BOT)} --to " in hint and "VID2CONTEXT_REMOTE_KEY" in hint, (
+                    hint
+                )
         else:
             assert "VID2CONTEXT_YTDLP_COOKIES" in hint and "local runtime" not in hint, hint
             assert ("VID2CONTEXT_PROXY" in hint) is (video == BOT), hint
+    if runtime_kind == "worker" and video == BOT:  # REST knows the edge's URL from the request
+        assert f"`vid2context push {watch(BOT)} --to http://t`" in hints["rest"], hints["rest"]
     if video == AGE:  # names the setting even where it is the local runtime's, and what still works
         assert all("VID2CONTEXT_YTDLP_COOKIES" in hint for hint in hints.values())
         assert "get_metadata" in hints["mcp"] and "GET /api/v1/metadata" in hints["rest"]

@@ -144,3 +144,19 @@ async def test_document_is_served_as_json_only() -> None:
             response = await http.get(path)
             assert response.status_code == 404, path
             json.loads(response.text)
+
+
+async def test_the_library_put_is_documented_with_its_body_and_answers() -> None:
+    """``PUT /api/v1/library/{video_id}``: the VideoContext body with its optional embeddings, the
+    If-Match header, 201 for a new video, 412 for a stale If-Match and 413 for a body too large."""
+    doc = await document()
+    operation = doc["paths"]["/api/v1/library/{video_id}"]["put"]
+    schema = operation["requestBody"]["content"]["application/json"]["schema"]
+    assert schema == {"$ref": "#/components/schemas/PushedContext"}
+    body = doc["components"]["schemas"]["PushedContext"]
+    assert {"id", "metadata", "transcript", "embeddings"} <= set(body["properties"])
+    assert {"If-Match"} <= {p["name"] for p in operation["parameters"] if p["in"] == "header"}
+    assert {"200", "201", "412", "413"} <= set(operation["responses"])
+    assert operation["responses"]["412"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "ErrorBody"
+    )

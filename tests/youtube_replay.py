@@ -9,6 +9,9 @@ every video they list plays (``LISTED_PLAYER``, the recorded player answer of ``
 list can be ingested end to end. No ``browse`` continuation is recorded: the replay answers each
 with the documented last-page shape (``browse_answer([])``), so a list ends after its first page;
 a test that wants more pages answers ``browse`` itself with ``browse_answer(ids, token)``.
+
+``ReplayServer(blocked=True)`` is YouTube as a cloud host's address meets it: every player
+request gets the recorded bot check (``BOT_CHECK``), whatever the video (the edge of the push tests).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ REPLAY_IDS: dict[str, str] = {
     "poTokenReq1": "youtube_po_token_required.innertube.json.static",
 }
 TOO_MANY_REQUESTS_ID = "tooMany429x"
+BOT_CHECK = REPLAY_IDS["botCheck001"]
+"""The recorded "Sign in to confirm you're not a bot" player answer."""
 
 PYTUBE = FIXTURES / "youtube" / "pytube"
 # Recorded list pages, by the path the provider asks for, and how many videos each lists.
@@ -81,7 +86,9 @@ def browse_answer(video_ids: list[str], token: str | None = None) -> dict:
     return {"onResponseReceivedActions": [{"appendContinuationItemsAction": {"continuationItems": items}}]}
 
 
-def answer(method: str, target: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
+def answer(
+    method: str, target: str, body: bytes, *, blocked: bool = False
+) -> tuple[int, dict[str, str], bytes]:
     """What recorded YouTube answers to ``method target``: status, headers, body.
 
     One function serves both the HTTP replay server and pytest-httpx callbacks, so the in-process
@@ -99,8 +106,15 @@ def answer(method: str, target: str, body: bytes) -> tuple[int, dict[str, str], 
         return 200, {"Content-Type": "text/xml; charset=utf-8"}, (YTA / "transcript.xml.static").read_bytes()
     if method == "POST" and parts.path == "/youtubei/v1/player":
         video_id = json.loads(body or b"{}").get("videoId", "")
-        name = REPLAY_IDS.get(video_id) or (
-            LISTED_PLAYER if video_id in listed_ids() else "youtube_video_unavailable.innertube.json.static"
+        name = (
+            BOT_CHECK
+            if blocked
+            else REPLAY_IDS.get(video_id)
+            or (
+                LISTED_PLAYER
+                if video_id in listed_ids()
+                else "youtube_video_unavailable.innertube.json.static"
+            )
         )
         return 200, {"Content-Type": "application/json"}, (YTA / name).read_bytes()
     if method == "GET" and (page := LIST_PAGES.get(target)):
@@ -127,7 +141,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         self.server.requests.append((method, self.path))
-        status, headers, content = answer(method, self.path, body)
+        status, headers, content = answer(method, self.path, body, blocked=self.server.blocked)
         self.send_response(status)
         for name, value in headers.items():
             self.send_header(name, value)
@@ -145,8 +159,9 @@ class _Handler(BaseHTTPRequestHandler):
 class ReplayServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self) -> None:
+    def __init__(self, *, blocked: bool = False) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
+        self.blocked = blocked
         self.requests: list[tuple[str, str]] = []
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 

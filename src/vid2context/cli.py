@@ -107,6 +107,10 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve MCP over stdio with the local runtime: stdout is the protocol, logs go to stderr.",
     )
 
+    from .cli_remote import add_commands
+
+    add_commands(commands)  # push, pull, sync
+
     serve = commands.add_parser("serve", help="run the HTTP API locally")
     serve.add_argument(
         "--host",
@@ -139,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(args)
         if args.command == "mcp":
             return _mcp()
+        if args.command in ("push", "pull", "sync"):
+            from .cli_remote import run
+
+            return asyncio.run(run(args, sys.stdout, sys.stderr))
     except VidError as error:
         _print_error(error, sys.stderr)
         return 1

@@ -31,6 +31,7 @@ What a hint says: what the reader can do now, on its surface, and nothing it can
 The codes, by whose problem it is::
 
     the caller's input     unsupported-input  bad-request  not-found  too-large
+                           precondition-failed (If-Match names another copy)
     the video              unavailable  no-transcript
     the platform           blocked  rate-limited  upstream  auth (an upstream key failed)
     our ladder             no-provider  all-rungs-failed  timeout
@@ -130,6 +131,7 @@ class ErrorCode(StrEnum):
     CANCELED = "canceled"
     UNAUTHORIZED = "unauthorized"
     FORBIDDEN = "forbidden"
+    PRECONDITION_FAILED = "precondition-failed"
 
 
 STATUS_BY_CODE: dict[ErrorCode, int] = {
@@ -151,6 +153,8 @@ STATUS_BY_CODE: dict[ErrorCode, int] = {
     ErrorCode.CANCELED: 409,
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.FORBIDDEN: 403,
+    # PUT /library/{id} with an If-Match that names another copy than the saved one.
+    ErrorCode.PRECONDITION_FAILED: 412,
 }
 
 

@@ -14,17 +14,26 @@ not to retry.
 can upload the media itself (``POST /api/v1/uploads``), an MCP client of a local server that
 reads files can give a file's path instead.
 
+On the edge, ``blocked`` names the way that always works, with nothing left to fill in: the
+user's machine reads the video and pushes it here, ``vid2context push <the video's URL> --to <this
+server>``. This server's URL is the one the running request reached it by (``EDGE_URL``, set for
+each request by the Worker's app, ``api/middleware/edge.py``); without one, the hint says "this
+server's URL".
+
 This module imports only ``errors``.
 """
 
 from __future__ import annotations
 
+import re
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal
 
 from .errors import Hint, per_surface, steps
 
 __all__ = [
+    "EDGE_URL",
     "SignIn",
     "Where",
     "blocked",
@@ -41,6 +50,18 @@ SignIn = Literal["age", "private", "members", "account"]
 
 _COOKIES = "VID2CONTEXT_YTDLP_COOKIES (a cookies file exported from a browser signed in to YouTube)"
 _LOCAL = "the local runtime on their own machine (`vid2context get URL`, or `vid2context mcp`)"
+
+EDGE_URL: ContextVar[str | None] = ContextVar("vid2context_edge_url", default=None)
+"""This server's own URL (scheme and host) as the running request reached it, on the Worker."""
+_SAFE_URL = re.compile(r"https?://[A-Za-z0-9.\[\]:-]{1,255}")
+"""What a URL taken from a request's Host may look like to be printed in a hint."""
+
+
+def push_command(video_url: str) -> str:
+    """The command that reads ``video_url`` on the user's machine and pushes it to this server."""
+    edge = EDGE_URL.get()
+    target = edge if edge and _SAFE_URL.fullmatch(edge) else "<this server's URL>"
+    return f"`vid2context push {video_url} --to {target}`"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +95,17 @@ def _media_file(where: Where) -> dict[str, str]:
     )
 
 
-def blocked(where: Where) -> dict[str, str]:
-    """YouTube's "sign in to confirm you're not a bot": it refuses this server's address."""
-    if where.edge:
+def blocked(where: Where, video_url: str | None = None) -> dict[str, str]:
+    """YouTube's "sign in to confirm you're not a bot": it refuses this server's address. On the
+    edge with ``video_url``: the exact push command that brings the video here."""
+    if where.edge and video_url:
+        first = (
+            "Tell the user, and do not retry: YouTube blocks Cloudflare's addresses, and a proxy "
+            "cannot help a Worker. The local runtime on their own machine reads the video from their "
+            f"own address and puts it in this server's library: {push_command(video_url)} (with a "
+            "write API key in VID2CONTEXT_REMOTE_KEY); after that this server answers it from its library."
+        )
+    elif where.edge:
         first = (
             "Tell the user, and do not retry: YouTube blocks Cloudflare's addresses, and a proxy "
             f"cannot help a Worker; {_LOCAL} reads the video from their own address."

@@ -130,6 +130,14 @@ SETTINGS: tuple[Setting, ...] = (
         "Largest JSON request body, in KiB; larger bodies get 413 too-large.",
     ),
     Setting(
+        "VID2CONTEXT_MAX_PUSH_KB",
+        "max_push_kb",
+        "int",
+        32768,
+        "Largest body of PUT /api/v1/library/{id} (a pushed video context, vectors included), in "
+        "KiB; larger bodies get 413 too-large.",
+    ),
+    Setting(
         "VID2CONTEXT_MAX_UPLOAD_MB",
         "max_upload_mb",
         "int",
@@ -149,6 +157,22 @@ SETTINGS: tuple[Setting, ...] = (
         "bool",
         True,
         "One JSON access-log line per request on stderr; 0 turns it off.",
+    ),
+    Setting(
+        "VID2CONTEXT_REMOTE_URL",
+        "remote_url",
+        "str",
+        None,
+        "The server `vid2context push`, `pull` and `sync` talk to when --to, --from or --with is not "
+        "given (https://vid2context.example.workers.dev).",
+    ),
+    Setting(
+        "VID2CONTEXT_REMOTE_KEY",
+        "remote_key",
+        "str",
+        None,
+        "The API key `vid2context push`, `pull` and `sync` send to that server when --key is not "
+        "given (a write key to push; read is enough to pull). Never printed.",
     ),
     Setting(
         "VID2CONTEXT_SHUTDOWN_TIMEOUT_MS",
@@ -471,9 +495,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     trust_proxy: bool = False
     cors_origins: str | None = None
     max_body_kb: int = 1024
+    max_push_kb: int = 32768
     max_upload_mb: int = 100
     upload_ttl_min: int = 60
     access_log: bool = True
+    remote_url: str | None = None
+    remote_key: str | None = None
     shutdown_timeout_ms: int = 10_000
     policy: str = "free"
     keyless: bool = True

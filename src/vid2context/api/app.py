@@ -19,7 +19,7 @@ from .collections import COLLECTION_ROUTES
 from .errors import EXCEPTION_HANDLERS
 from .health import health
 from .jobs import JOB_ROUTES
-from .library_routes import delete_saved_video, get_saved_video, list_saved_videos
+from .library_routes import delete_saved_video, get_saved_video, list_saved_videos, put_saved_video
 from .middleware import build_middleware, wrap
 from .openapi import openapi_config
 from .packs import bundle_get, bundle_post, pack_get, pack_post
@@ -131,6 +131,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             list_saved_videos,
             get_saved_video,
             delete_saved_video,
+            put_saved_video,
             *COLLECTION_ROUTES,
             search_route,
             *ASK_ROUTES,

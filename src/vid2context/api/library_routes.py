@@ -1,4 +1,4 @@
-"""The library of saved videos: ``GET /library``, ``GET /library/{id}`` and ``DELETE /library/{id}``.
+"""The library of saved videos: ``GET /library``, ``GET``, ``PUT`` and ``DELETE /library/{id}``.
 
 Ids go in the path URL-encoded once (``youtube%3AjNQXAC9IVRw``); an id encoded twice
 (``youtube%253AjNQXAC9IVRw``, as some clients and proxies leave it) is decoded again by
@@ -8,7 +8,9 @@ bytes that are not UTF-8) is ``bad-request``; one that names no saved video is `
 The id never reaches a file path: storage keys are looked up, never opened.
 
 ``GET /library/{id}`` carries an ``ETag`` (the SHA-256 of the body, quoted) and answers a
-matching ``If-None-Match`` with ``304`` and no body.
+matching ``If-None-Match`` with ``304`` and no body. ``PUT /library/{id}`` takes that same body
+(``library_put.py`` checks and stores it; ``If-Match`` guards a newer copy) and answers the
+``ETag`` of what it stored.
 """
 
 from __future__ import annotations
@@ -18,17 +20,18 @@ import re
 from typing import Annotated
 
 import msgspec
-from litestar import Request, Response, delete, get
+from litestar import Request, Response, delete, get, put
 from litestar.datastructures import ResponseHeader
 from litestar.openapi import ResponseSpec
-from litestar.params import Parameter, QueryParameter
+from litestar.params import HeaderParameter, JSONBody, Parameter, QueryParameter
 
-from .. import library
+from .. import library, library_put
 from ..errors import ErrorCode, VidError
 from ..models import Page, VideoContext, VideoSummary
-from .params import LimitQuery, parse_int, runtime_of
+from .middleware import request_ctx
+from .params import BODY_ERRORS, LimitQuery, parse_int, runtime_of
 
-__all__ = ["DEFAULT_LIMIT", "delete_saved_video", "get_saved_video", "list_saved_videos"]
+__all__ = ["DEFAULT_LIMIT", "delete_saved_video", "get_saved_video", "list_saved_videos", "put_saved_video"]
 
 DEFAULT_LIMIT = 50
 MAX_CURSOR_CHARS = 1024
@@ -115,3 +118,47 @@ async def get_saved_video(request: Request, video_id: VideoIdPath) -> Response[V
 async def delete_saved_video(request: Request, video_id: VideoIdPath) -> None:
     """Forget a saved video; collections keep their items. ``not-found`` when it is not saved."""
     await library.delete_video(runtime_of(request), _video_id(video_id))
+
+
+@put(
+    "/api/v1/library/{video_id:path}",
+    request_max_body_size=None,  # VID2CONTEXT_MAX_PUSH_KB, counted by the Limits middleware
+    response_headers=[
+        ResponseHeader(
+            name="ETag", description="SHA-256 of the stored body, quoted.", documentation_only=True, value=""
+        )
+    ],
+    responses={
+        201: ResponseSpec(library_put.PutResult, description="The video was not saved before."),
+        412: ResponseSpec(None, description="precondition-failed: If-Match names another copy."),
+    },
+    status_code=200,
+    exception_handlers=BODY_ERRORS,
+)
+async def put_saved_video(
+    request: Request,
+    video_id: VideoIdPath,
+    data: JSONBody[library_put.PushedContext],
+    if_match: Annotated[
+        str | None,
+        HeaderParameter(
+            name="If-Match",
+            description="The ETag of the saved copy this one replaces, or * for any saved copy.",
+        ),
+    ] = None,
+) -> Response[library_put.PutResult]:
+    """Save a ``VideoContext`` (what ``GET /library/{id}`` answers, optionally with ``embeddings``)
+    at its id, indexed for keyword and vector search: ``201`` when new, ``200`` when it replaced
+    the saved copy. ``If-Match`` with the saved copy's ``ETag`` refuses to overwrite another
+    (``412 precondition-failed``). Checked before anything is stored: the id, segment order and
+    times, UTF-8, sizes (``too-large``: more than 100,000 segments, a body over
+    ``VID2CONTEXT_MAX_PUSH_KB``)."""
+    runtime = runtime_of(request)
+    result = await library_put.put_video(
+        runtime,
+        _video_id(video_id),
+        await request.body(),
+        if_match=if_match,
+        ctx=request_ctx(request, runtime),
+    )
+    return Response(result, status_code=201 if result.created else 200, headers={"ETag": result.etag})

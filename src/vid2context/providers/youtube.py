@@ -190,7 +190,7 @@ def playability_error(player: dict[str, Any], video_id: str, where: Where | None
             ErrorCode.BLOCKED,
             f"YouTube asks to sign in to confirm this is not a bot for video {video_id}: "
             f"it blocks requests from {here}.",
-            hint=blocked(where),
+            hint=blocked(where, f"https://www.youtube.com/watch?v={video_id}"),
         )
     # An age check reads the same whatever the status says it with (LOGIN_REQUIRED, AGE_*, or an
     # UNPLAYABLE whose reason asks to confirm one's age).

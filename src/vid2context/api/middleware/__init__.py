@@ -5,10 +5,11 @@
     RequestId    X-Request-Id on every response; last-resort ``internal`` answer
     AccessLog    one JSON line per request on stderr        (VID2CONTEXT_ACCESS_LOG)
     RobotsTag    X-Robots-Tag: noindex on /api/*
+    EdgeUrl      this server's URL for the hints that name it (the Worker only)
     Cors         allowlist, preflights before auth          (VID2CONTEXT_CORS_ORIGINS)
     Auth         API keys and scopes                        (VID2CONTEXT_API_KEYS)
     RateLimit    token bucket per key or client address     (VID2CONTEXT_RATE_LIMIT)
-    Limits       body size and request timeout              (VID2CONTEXT_MAX_BODY_KB, ..._TIMEOUT_MS)
+    Limits       body size and request timeout              (VID2CONTEXT_MAX_BODY_KB, ..._PUSH_KB, ..._TIMEOUT_MS)
 
 A layer whose setting turns it off is left out rather than made to check on every request.
 ``create_app`` wraps Litestar's own handler (router plus exception handlers) with them, so they
@@ -33,6 +34,7 @@ from ...runtime import Runtime
 from .access_log import AccessLog
 from .auth import Auth, parse_api_keys
 from .cors import Cors, parse_origins
+from .edge import EdgeUrl
 from .headers import RobotsTag
 from .limits import Limits, request_ctx
 from .ratelimit import RateLimit
@@ -62,6 +64,8 @@ def build_middleware(
     if settings.access_log:
         layers.append(partial(AccessLog, worker=worker, trust_proxy=settings.trust_proxy, stream=log_stream))
     layers.append(RobotsTag)
+    if worker:
+        layers.append(EdgeUrl)
     if settings.cors_origins:
         layers.append(partial(Cors, origins=parse_origins(settings.cors_origins)))
     if keys:
@@ -80,7 +84,10 @@ def build_middleware(
         )
     layers.append(
         partial(
-            Limits, max_body_bytes=settings.max_body_kb * 1024, timeout_s=settings.request_timeout_ms / 1000
+            Limits,
+            max_body_bytes=settings.max_body_kb * 1024,
+            timeout_s=settings.request_timeout_ms / 1000,
+            max_push_bytes=settings.max_push_kb * 1024,
         )
     )
     return layers

@@ -5,8 +5,9 @@ cap is ``413 too-large`` before a byte is read, and a body without one (chunked)
 streams through ``receive``; the chunk that crosses the cap raises ``BodyTooLarge`` (a
 ``VidError``), which Litestar's exception handlers turn into the same 413 (or this layer does,
 when the reader is not Litestar). Nothing is buffered here. ``multipart/form-data`` to
-``POST /api/v1/uploads`` is left to the upload route's own cap (``VID2CONTEXT_MAX_UPLOAD_MB``).
-``0`` turns the cap off.
+``POST /api/v1/uploads`` is left to the upload route's own cap (``VID2CONTEXT_MAX_UPLOAD_MB``), and
+``PUT /api/v1/library/{id}`` (a pushed transcript with its vectors, megabytes for a long video) has
+its own, ``VID2CONTEXT_MAX_PUSH_KB``. ``0`` turns a cap off.
 
 **Time.** ``VID2CONTEXT_REQUEST_TIMEOUT_MS`` bounds how long a request may take to *start* its
 answer. A timer armed on the request's task fires at the deadline: it aborts every ``Ctx``
@@ -42,18 +43,18 @@ from ..errors import send_error
 from ._asgi import canonical_path, header, is_api, state_of
 from .request_id import is_valid_request_id
 
-__all__ = ["UPLOADS_PATH", "BodyTooLarge", "Limits", "request_ctx"]
+__all__ = ["LIBRARY_PREFIX", "UPLOADS_PATH", "BodyTooLarge", "Limits", "request_ctx"]
 
 UPLOADS_PATH = "/api/v1/uploads"
+LIBRARY_PREFIX = "/api/v1/library/"
 
 
 class BodyTooLarge(VidError):
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, setting: str = "VID2CONTEXT_MAX_BODY_KB") -> None:
         super().__init__(
             ErrorCode.TOO_LARGE,
             f"The request body is larger than {limit // 1024} KiB.",
-            hint="Send a smaller body (the server's VID2CONTEXT_MAX_BODY_KB); "
-            "send media with POST /api/v1/uploads.",
+            hint=f"Send a smaller body (the server's {setting}); send media with POST /api/v1/uploads.",
         )
 
 
@@ -89,9 +90,12 @@ def request_ctx(connection: Any, runtime: Runtime) -> Ctx:
 
 
 class Limits:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, timeout_s: float) -> None:
+    def __init__(
+        self, app: ASGIApp, *, max_body_bytes: int, timeout_s: float, max_push_bytes: int = 0
+    ) -> None:
         self.app = app
         self.max_body = max_body_bytes
+        self.max_push = max_push_bytes
         self.timeout = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -99,7 +103,10 @@ class Limits:
             await self.app(scope, receive, send)
             return
         head = scope.get("method") == "HEAD"
-        if self.max_body and not self._exempt(scope, path):
+        push = scope.get("method") == "PUT" and path.startswith(LIBRARY_PREFIX)
+        limit = self.max_push if push else self.max_body
+        setting = "VID2CONTEXT_MAX_PUSH_KB" if push else "VID2CONTEXT_MAX_BODY_KB"
+        if limit and not self._exempt(scope, path):
             declared = header(scope, b"content-length")
             if declared is not None:
                 if not declared.strip().isdigit():
@@ -110,10 +117,10 @@ class Limits:
                     )
                     await send_error(send, error, head=head)
                     return
-                if int(declared) > self.max_body:
-                    await send_error(send, BodyTooLarge(self.max_body), head=head)
+                if int(declared) > limit:
+                    await send_error(send, BodyTooLarge(limit, setting), head=head)
                     return
-            receive = self._counting(receive)
+            receive = self._counting(receive, limit, setting)
         await self._run(scope, receive, send, head)
 
     @staticmethod
@@ -123,8 +130,8 @@ class Limits:
         content_type = header(scope, b"content-type") or b""
         return content_type.lower().lstrip().startswith(b"multipart/form-data")
 
-    def _counting(self, receive: Receive) -> Receive:
-        limit = self.max_body
+    @staticmethod
+    def _counting(receive: Receive, limit: int, setting: str) -> Receive:
         seen = 0
 
         async def counting_receive() -> Message:
@@ -133,7 +140,7 @@ class Limits:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
-                    raise BodyTooLarge(limit)
+                    raise BodyTooLarge(limit, setting)
             return message
 
         return counting_receive
