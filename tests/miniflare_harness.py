@@ -20,6 +20,7 @@ Without Node.js the fixture fails with a message saying what to install; it neve
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sqlite3
@@ -77,10 +78,29 @@ class MiniflareHarness:
         vars: dict[str, str] | None = None,
         ai: WorkersAi | None = None,
         vectors: Any = None,
+        queue: bool = False,
     ) -> CloudflareEnv:
         """Bindings with their own HTTP client (same D1, KV and R2 underneath), with the Worker's
         ``vars`` as attributes and, when given, an ``AI`` binding and a ``VECTORS`` stand-in."""
-        return CloudflareEnv(self.base_url, keepalive=keepalive, vars=vars, ai=ai, vectors=vectors)
+        return CloudflareEnv(
+            self.base_url, keepalive=keepalive, vars=vars, ai=ai, vectors=vectors, queue=queue
+        )
+
+    def set_consumer(self, url: str | None) -> None:
+        """Where the queue's batches and the cron events go (``tests/queue_bridge.py``); ``None``
+        leaves them undelivered (retried later)."""
+        with httpx.Client(transport=HarnessSyncTransport(), timeout=30) as admin:
+            admin.post(f"{self.base_url}/admin/consumer", json={"url": url}).raise_for_status()
+
+    async def scheduled(self, cron: str, *, count: int = 1) -> list[str]:
+        """Fire ``count`` overlapping Cron events through Miniflare; each one's outcome."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"SCHEDULED {count} {cron}\n")
+        self.process.stdin.flush()
+        line = await asyncio.to_thread(self.process.stdout.readline)
+        if not line.startswith("SCHEDULED "):
+            raise HarnessError(f"unexpected answer to SCHEDULED: {line!r}\n{self.log[-2000:]}")
+        return line.split()[1].split(",")
 
     def reset(self) -> None:
         """Drop every table and empty KV and R2, as a fresh deployment would be.

@@ -1,0 +1,202 @@
+"""Durable jobs and watch lists on the Worker: real Queues and Cron events from Miniflare.
+
+The Worker's entry (``worker/entry.py``) runs under CPython with the ``workers`` stand-in, real
+D1, KV, R2 and Queues from Miniflare (``JOBS``, its consumer with retries and a dead-letter
+queue), and YouTube replayed. Miniflare's consumer forwards each batch to an isolate's
+``queue()`` through ``queue_bridge.Bridge``; killing a bridge is an isolate dying, and a fresh
+entry module is another isolate that must finish the work from the queue and D1 alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from .cloudflare_bindings import CloudflareEnv
+from .miniflare_harness import MiniflareHarness, apply_migrations
+from .queue_bridge import Bridge
+from .test_worker_entry import Isolate, WorkerEnv, workers
+from .youtube_replay import LONG_PLAYLIST_ID, ReplayServer, list_page
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+WAIT_S = 120.0
+"""Only a bound on how long a broken test hangs; nothing is asserted about time."""
+
+
+class QueueEnv(WorkerEnv):
+    def __init__(self, bindings: CloudflareEnv, **variables: str) -> None:
+        super().__init__(bindings, **variables)
+        self.JOBS = bindings.JOBS
+
+
+class DyingBridge(Bridge):
+    """A consumer whose isolate dies at its ``die_at``-th batch: the work of that batch is done,
+    but no answer (no ack) reaches the queue, and nothing after it is served."""
+
+    def __init__(self, entrypoint: Any, die_at: int) -> None:
+        super().__init__(entrypoint)
+        self.die_at = die_at
+        self.dead = asyncio.Event()
+
+    async def _answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        answer = await super()._answer(path, body)
+        if path == "/queue" and len(self.batches) >= self.die_at:
+            self.dead.set()
+            await asyncio.sleep(3600)  # killed here, before the answer is written
+        return answer
+
+
+@pytest.fixture(scope="module")
+def replay() -> AsyncIterator[ReplayServer]:
+    with ReplayServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def env(miniflare: MiniflareHarness, replay: ReplayServer) -> AsyncIterator[QueueEnv]:
+    miniflare.reset()
+    bindings = miniflare.new_env(queue=True)
+    await apply_migrations(bindings.DB)
+    workers.pending.clear()
+    yield QueueEnv(bindings, VID2CONTEXT_PUBLIC="1", VID2CONTEXT_YOUTUBE_ORIGIN=replay.origin)
+    miniflare.set_consumer(None)
+    await bindings.aclose()
+
+
+def _entrypoint(isolate: Isolate) -> Any:
+    return isolate.module.Default(ctx=object(), env=isolate.env)
+
+
+async def _json(isolate: Isolate, path: str, body: Any = None, method: str = "GET") -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    response = await isolate.fetch(
+        path,
+        method=method if body is None else "POST",
+        headers={"content-type": "application/json"},
+        body=data,
+    )
+    assert response.status < 300, response.text()
+    return json.loads(response.body)
+
+
+async def _until_final(isolate: Isolate, job_id: str) -> dict[str, Any]:
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            job = await _json(isolate, f"/api/v1/jobs/{job_id}")
+            if job["status"] in ("succeeded", "failed", "canceled"):
+                return job
+            await asyncio.sleep(0.2)
+
+
+def _listed(count: int) -> list[str]:
+    import re
+
+    page = list_page("playlist_long.html.gz").decode("utf-8", errors="replace")
+    ids = list(dict.fromkeys(re.findall(r'"videoId":"([A-Za-z0-9_-]{11})"', page)))
+    assert len(ids) >= count, LONG_PLAYLIST_ID
+    return ids[:count]
+
+
+async def test_an_ingest_of_20_videos_survives_an_isolate_dying_halfway(
+    miniflare: MiniflareHarness, env: QueueEnv
+) -> None:
+    first = Isolate(env)
+    dying = await DyingBridge(_entrypoint(first), die_at=3).start()  # plan, a batch of units, then death
+    miniflare.set_consumer(dying.url)
+    collection = await _json(first, "/api/v1/collections", {"name": "twenty"})
+    videos = _listed(20)
+    inputs = [f"https://www.youtube.com/watch?v={vid}" for vid in videos]
+    job = await _json(
+        first,
+        "/api/v1/jobs",
+        {"kind": "ingest", "input": {"collectionId": collection["id"], "inputs": inputs}},
+    )
+    async with asyncio.timeout(WAIT_S):
+        await dying.dead.wait()
+    await dying.kill()
+    halfway = await _json(first, f"/api/v1/jobs/{job['id']}")
+    assert halfway["status"] == "running"
+    assert 0 < halfway["progress"]["done"] < 20, halfway  # some videos read, not all
+
+    second = Isolate(env)  # a fresh isolate: nothing of the first one's memory
+    rescuer = await Bridge(_entrypoint(second)).start()
+    miniflare.set_consumer(rescuer.url)
+    done = await _until_final(second, job["id"])
+    assert done["status"] == "succeeded", done
+    summary = done["result"]["summary"]
+    assert sorted(v["id"] for v in summary["added"]) == sorted(f"youtube:{vid}" for vid in videos)
+    assert summary["failed"] == [] and summary["remaining"] == 0
+    assert done["result"]["collection"]["videoCount"] == 20
+    assert rescuer.batches, "the second isolate finished the work"
+    # The batch the first isolate did but never acked came again: those units were skipped, so
+    # each video has exactly one item event in the replay, from whichever isolate.
+    stream = await second.fetch(f"/api/v1/jobs/{job['id']}/events")
+    items = [line for line in stream.text().splitlines() if line.startswith("event: item")]
+    assert len(items) == 20
+    for isolate in (first, second):
+        await isolate.aclose()
+    await rescuer.kill()
+
+
+async def test_messages_that_are_not_ours_are_acked_once_and_logged(
+    miniflare: MiniflareHarness, env: QueueEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    isolate = Isolate(env)
+    bridge = await Bridge(_entrypoint(isolate)).start()
+    miniflare.set_consumer(bridge.url)
+    bad = ["not json {", json.dumps({"job": "job_neverexisted123", "unit": "plan"}), json.dumps([1, 2]),
+           json.dumps({"job": "job_neverexisted123", "unit": "u:../../etc"})]  # fmt: skip
+    for body in bad:
+        await env.JOBS.send(body)
+    # A real job after them: once it is done, the queue has delivered what came before.
+    job = await _json(isolate, "/api/v1/jobs", {"kind": "context", "input": "GJLlxj_dtq8"})
+    assert (await _until_final(isolate, job["id"]))["status"] == "succeeded"
+    async with asyncio.timeout(WAIT_S):
+        while sum(1 for b in bridge.batches for m in b.messages if m.body in bad) < len(bad):
+            await asyncio.sleep(0.2)
+    delivered = [m for b in bridge.batches for m in b.messages if m.body in bad]
+    assert sorted(m.body for m in delivered) == sorted(bad)  # each once: acked, not retried
+    assert all(m.decision == {"id": m.id, "ack": True} and m.attempts == 1 for m in delivered)
+    assert "not a job unit" in caplog.text and "unknown job" in caplog.text
+    await isolate.aclose()
+    await bridge.kill()
+
+
+async def test_a_due_watch_list_refreshes_once_when_two_cron_events_overlap(
+    miniflare: MiniflareHarness, env: QueueEnv
+) -> None:
+    isolate = Isolate(env)
+    bridge = await Bridge(_entrypoint(isolate)).start()
+    miniflare.set_consumer(bridge.url)
+    playlist = f"https://www.youtube.com/playlist?list={LONG_PLAYLIST_ID}"
+    collection = await _json(
+        isolate, "/api/v1/collections", {"name": "watched", "sources": [playlist], "watch": {"every": 1}}
+    )
+    # Due: its last check (its creation) was more than a minute ago.
+    await (
+        env.DB.prepare("UPDATE collections SET created_at = '2026-01-01T00:00:00Z' WHERE id = ?")
+        .bind(collection["id"])
+        .run()
+    )
+    outcomes = await miniflare.scheduled("*/5 * * * *", count=2)
+    assert outcomes == ["ok", "ok"]
+    assert bridge.scheduled_runs == 2
+    rows = (await env.DB.prepare("SELECT id, status FROM queued_jobs WHERE kind = 'refresh'").all()).to_py()
+    assert len(rows["results"]) == 1, rows  # one refresh for the due list, not two
+    done = await _until_final(isolate, rows["results"][0]["id"])
+    assert done["status"] == "succeeded", done
+    added = done["result"]["summary"]["added"]
+    assert added and all(v["id"].startswith("youtube:") for v in added)  # what the refresh added
+    view = await _json(isolate, f"/api/v1/collections/{collection['id']}")
+    assert view["checkedAt"] and view["watch"]["state"]["nextDueAt"] > view["checkedAt"][:19]
+    # Not due any more: the next cron event queues nothing.
+    assert await miniflare.scheduled("*/5 * * * *", count=1) == ["ok"]
+    rows = (await env.DB.prepare("SELECT id FROM queued_jobs WHERE kind = 'refresh'").all()).to_py()
+    assert len(rows["results"]) == 1
+    await isolate.aclose()
+    await bridge.kill()
