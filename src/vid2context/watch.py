@@ -27,7 +27,15 @@ if TYPE_CHECKING:
     from .jobs import Job
     from .runtime import Runtime
 
-__all__ = ["STALE_CLAIM", "KvClaims", "WatchClaims", "due_now", "refresh_due", "scheduler_loop"]
+__all__ = [
+    "STALE_CLAIM",
+    "KvClaims",
+    "WatchClaims",
+    "WithScheduler",
+    "due_now",
+    "refresh_due",
+    "scheduler_loop",
+]
 
 log = logging.getLogger("vid2context.watch")
 
@@ -95,3 +103,31 @@ async def scheduler_loop(
         except Exception:
             log.exception("watch: a scheduler round failed")
         await sleep(tick_s)
+
+
+class WithScheduler:
+    """An ASGI app with the scheduler running for as long as its lifespan (``vid2context serve``):
+    started at ``lifespan.startup``, stopped at ``lifespan.shutdown``."""
+
+    def __init__(self, app: Any, runtime: Runtime, *, tick_s: float = TICK_S) -> None:
+        self.app = app
+        self.runtime = runtime
+        self.tick_s = tick_s
+        self._task: asyncio.Task[None] | None = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def watched() -> dict[str, Any]:
+            message = await receive()
+            if message["type"] == "lifespan.startup" and self._task is None:
+                self._task = asyncio.ensure_future(scheduler_loop(self.runtime, tick_s=self.tick_s))
+            elif message["type"] == "lifespan.shutdown" and self._task is not None:
+                self._task.cancel()
+                await asyncio.gather(self._task, return_exceptions=True)
+                self._task = None
+            return message
+
+        await self.app(scope, watched, send)
