@@ -20,7 +20,7 @@ from .cloudflare_bindings import CloudflareEnv
 from .miniflare_harness import MiniflareHarness, apply_migrations
 from .queue_bridge import Bridge
 from .test_worker_entry import Isolate, WorkerEnv, workers
-from .youtube_replay import LONG_PLAYLIST_ID, ReplayServer, list_page
+from .youtube_replay import LONG_PLAYLIST_ID, TOO_MANY_REQUESTS_ID, ReplayServer, list_page
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -198,5 +198,45 @@ async def test_a_due_watch_list_refreshes_once_when_two_cron_events_overlap(
     assert await miniflare.scheduled("*/5 * * * *", count=1) == ["ok"]
     rows = (await env.DB.prepare("SELECT id FROM queued_jobs WHERE kind = 'refresh'").all()).to_py()
     assert len(rows["results"]) == 1
+    await isolate.aclose()
+    await bridge.kill()
+
+
+async def test_a_video_that_keeps_failing_is_retried_then_dead_lettered_and_recorded(
+    miniflare: MiniflareHarness, env: QueueEnv
+) -> None:
+    env.VID2CONTEXT_JOB_RETRY_S = "0"  # retry at once: the queue's own delay is not under test
+    isolate = Isolate(env)
+    bridge = await Bridge(_entrypoint(isolate)).start()
+    miniflare.set_consumer(bridge.url)
+    collection = await _json(isolate, "/api/v1/collections", {"name": "rate-limited"})
+    inputs = [
+        "https://www.youtube.com/watch?v=GJLlxj_dtq8",
+        f"https://www.youtube.com/watch?v={TOO_MANY_REQUESTS_ID}",
+    ]
+    job = await _json(
+        isolate,
+        "/api/v1/jobs",
+        {"kind": "ingest", "input": {"collectionId": collection["id"], "inputs": inputs}},
+    )
+    done = await _until_final(isolate, job["id"])
+    assert done["status"] == "succeeded", done
+    summary = done["result"]["summary"]
+    assert [v["id"] for v in summary["added"]] == ["youtube:GJLlxj_dtq8"]
+    assert [(f["input"], f["code"]) for f in summary["failed"]] == [
+        (inputs[1], "rate-limited")
+    ]  # the real cause
+    tries = [
+        (b.queue, m.attempts, m.decision)
+        for b in bridge.batches
+        for m in b.messages
+        if json.loads(m.body).get("unit") == "u:0001"
+    ]
+    main = [t for t in tries if t[0] == "vid2context-jobs"]
+    assert [attempts for _, attempts, _ in main] == [1, 2, 3, 4]  # max_retries 3, then the dead-letter queue
+    assert all(decision["ack"] is False for _, _, decision in main)
+    assert [(q, d["ack"]) for q, _, d in tries if q == "vid2context-jobs-dlq"] == [
+        ("vid2context-jobs-dlq", True)
+    ]
     await isolate.aclose()
     await bridge.kill()

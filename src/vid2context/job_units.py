@@ -26,7 +26,7 @@ from . import library, pipeline
 from .batch import OnEvent, error_body
 from .collections_io import CollectionResult
 from .ctx import Ctx
-from .errors import VidError
+from .errors import ErrorCode, VidError
 from .job_kinds import ItemsResult
 from .models import FailedInput, RefreshSummary, VideoSummary
 from .storage.base import summarize
@@ -34,7 +34,11 @@ from .storage.base import summarize
 if TYPE_CHECKING:
     from .runtime import Runtime
 
-__all__ = ["SPLITS", "Planned", "Split", "read_unit"]
+__all__ = ["SPLITS", "TRANSIENT", "Planned", "Split", "read_unit"]
+
+TRANSIENT = frozenset({ErrorCode.RATE_LIMITED, ErrorCode.TIMEOUT, ErrorCode.UPSTREAM})
+"""A video failing with one of these is tried again by the queue (the in-process queue records
+it at once); any other code is the video's answer."""
 
 
 @dataclass
@@ -68,13 +72,16 @@ def _failed(text: str, error: VidError, via: str | None) -> FailedInput:
 
 async def read_unit(runtime: Runtime, payload: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     """Read one video (saving it in the library, as every read does): ``{item, summary}`` or
-    ``{item, failed}``."""
+    ``{item, failed}``, with ``retry: true`` (and ``retryAfter``) when the failure is transient."""
     try:
         context = await pipeline.get_context(runtime, payload["url"], ctx=ctx)
     except VidError as error:
         failed = _failed(payload["input"], error, payload.get("via"))
         item = {"id": payload["id"], "outcome": "error", "error": error_body(error)}
-        return {"item": item, "failed": msgspec.to_builtins(failed)}
+        result = {"item": item, "failed": msgspec.to_builtins(failed)}
+        if error.code in TRANSIENT:
+            result.update(retry=True, retryAfter=error.retry_after or 0)
+        return result
     item = {"id": context.id, "outcome": "ok", "title": context.metadata.title}
     return {"item": item, "summary": msgspec.to_builtins(summarize(context))}
 

@@ -13,7 +13,8 @@ its events.
 Redelivery is expected (an isolate can die after doing the work and before the ack): a unit is
 settled by a conditional update, so one done already is skipped, and ``finish`` is sent again by
 whoever sees no unit left. ``handle`` says what to do with the message: ack it, or retry it with
-a backoff (an unexpected failure; a ``rate-limited`` answer's own ``retry_after``). After the
+a backoff (an unexpected failure, or a video that failed transiently: ``job_units.TRANSIENT``,
+within a rate limit's ``retry_after``). After the
 queue's ``max_retries`` the message goes to the dead-letter queue, whose consumer calls
 ``dead_letter``: the unit becomes a failed item, or the job fails. A message that is not ours (a
 malformed body, an unknown or finished job) is acked and logged, never retried.
@@ -54,15 +55,28 @@ __all__ = ["Decision", "JobLedger", "QueueSender", "QueuedJobs", "backoff", "con
 
 log = logging.getLogger("vid2context.jobs")
 
-RETRY_BASE_S = 10
 RETRY_MAX_S = 900
-"""A failed unit waits 10 s, 20 s, 40 s ... up to 15 minutes before its next attempt."""
+"""Where a message of a Worker without a job queue waits (it cannot be run there)."""
+RETRY_CAP = 90
+"""A retry waits at most this many times the base delay (``VID2CONTEXT_JOB_RETRY_S``)."""
 _UNIT_WIDTH = 4
 
 
-def backoff(attempts: int) -> int:
-    """The delay before attempt ``attempts + 1`` (``attempts`` as the queue counts them, from 1)."""
-    return min(RETRY_MAX_S, RETRY_BASE_S * 2 ** max(0, min(attempts, 20) - 1))
+def backoff(attempts: int, base_s: int = 10, retry_after: int = 0) -> int:
+    """The delay before attempt ``attempts + 1`` (``attempts`` as the queue counts them, from 1):
+    ``base_s``, doubling each time, at least a rate limit's ``retry_after``, at most
+    ``RETRY_CAP * base_s`` (10 s, 20 s, 40 s ... 15 minutes by default)."""
+    base_s = max(0, base_s)
+    delay = max(base_s * 2 ** max(0, min(attempts, 20) - 1), retry_after)
+    return min(RETRY_CAP * base_s, delay)
+
+
+class _RetryLater(Exception):
+    """A unit whose video failed transiently: the message is retried after ``retry_after``."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(retry_after)
+        self.retry_after = retry_after
 
 
 class JobLedger(Protocol):
@@ -78,6 +92,7 @@ class JobLedger(Protocol):
     async def units(self, job_id: str) -> list[dict[str, Any]]: ...
     async def unit(self, job_id: str, unit: str) -> dict[str, Any] | None: ...
     async def settle_unit(self, job_id: str, unit: str, state: str, result: str) -> bool: ...
+    async def note_unit(self, job_id: str, unit: str, result: str) -> None: ...
     async def counts(self, job_id: str) -> tuple[int, int]: ...
     async def add_event(self, job_id: str, event: str, data: str) -> None: ...
     async def events(self, job_id: str, after: int = 0) -> list[dict[str, Any]]: ...
@@ -163,6 +178,7 @@ class QueuedJobs:
         kinds: Mapping[str, JobKind] | None = None,
         poll_s: float = 1.0,
         heartbeat_s: float = 15.0,
+        retry_s: int = 10,
     ) -> None:
         if kinds is None:
             from .job_kinds import BUILTIN_KINDS
@@ -173,6 +189,7 @@ class QueuedJobs:
         self._sender = sender
         self.poll_s = poll_s
         self.heartbeat_s = heartbeat_s
+        self.retry_s = retry_s
 
     # --- the calls jobs.JobQueue answers ------------------------------------------------------
 
@@ -334,9 +351,11 @@ class QueuedJobs:
             await self._step(runtime, row, unit)
         except asyncio.CancelledError:
             raise
+        except _RetryLater as later:
+            return Decision(ack=False, delay_s=backoff(attempts, self.retry_s, later.retry_after))
         except VidError as error:
             if error.code is ErrorCode.RATE_LIMITED and error.retry_after:
-                return Decision(ack=False, delay_s=int(error.retry_after))
+                return Decision(ack=False, delay_s=backoff(attempts, self.retry_s, int(error.retry_after)))
             await self._end(
                 job_id,
                 "failed",
@@ -344,7 +363,7 @@ class QueuedJobs:
             )
         except Exception:
             log.exception("queue: job %s unit %s failed (attempt %d)", job_id, unit, attempts)
-            return Decision(ack=False, delay_s=backoff(attempts))
+            return Decision(ack=False, delay_s=backoff(attempts, self.retry_s))
         return ACK
 
     async def _step(self, runtime: Runtime, row: dict[str, Any], unit: str) -> None:
@@ -363,6 +382,10 @@ class QueuedJobs:
                 return
             if found["state"] == "todo":
                 result = await read_unit(runtime, json.loads(found["payload"]), Ctx())
+                if result.pop("retry", False):  # kept, so the dead letter can say what failed
+                    retry_after = int(result.pop("retryAfter", 0))
+                    await self._ledger.note_unit(job_id, unit, json.dumps(result))
+                    raise _RetryLater(retry_after)
                 await self._settle(job_id, unit, "done", result)
             await self._finish_when_done(job_id)
 
@@ -447,19 +470,22 @@ class QueuedJobs:
                     error=JobError(code=error.code.value, message=error.message, hint=error.hint),
                 )
                 return
-            payload = json.loads(found["payload"])
-            failed = {
-                "input": payload["input"],
-                "code": error.code.value,
-                "message": error.message,
-                "hint": error.hint,
-            }
-            item = {
-                "id": payload["id"],
-                "outcome": "error",
-                "error": {"code": error.code.value, "message": error.message},
-            }
-            await self._settle(job_id, unit, "failed", {"item": item, "failed": failed})
+            last = _loads(found.get("result"))  # the last transient failure, when there was one
+            if not (isinstance(last, dict) and "item" in last and "failed" in last):
+                payload = json.loads(found["payload"])
+                failed = {
+                    "input": payload["input"],
+                    "code": error.code.value,
+                    "message": error.message,
+                    "hint": error.hint,
+                }
+                item = {
+                    "id": payload["id"],
+                    "outcome": "error",
+                    "error": {"code": error.code.value, "message": error.message},
+                }
+                last = {"item": item, "failed": failed}
+            await self._settle(job_id, unit, "failed", last)
             await self._finish_when_done(job_id)
         except Exception:
             log.exception("dead letter for job %s unit %s could not be recorded", job_id, unit)

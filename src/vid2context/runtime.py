@@ -352,7 +352,9 @@ def _add_worker_queue(runtime: Runtime, env: Any) -> None:
     if queue is not None:
         from .jobs_queued import QueuedJobs
 
-        runtime.jobs = QueuedJobs(D1JobLedger(env.DB), QueueProducer(queue))  # type: ignore[assignment]
+        runtime.jobs = QueuedJobs(  # type: ignore[assignment]
+            D1JobLedger(env.DB), QueueProducer(queue), retry_s=runtime.settings.job_retry_s
+        )
 
 
 def _worker_environ(env: Any) -> dict[str, str]:

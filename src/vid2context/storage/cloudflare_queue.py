@@ -87,6 +87,13 @@ class D1JobLedger:
         sql = "UPDATE job_units SET state = ?, result = ? WHERE job_id = ? AND unit = ? AND state = 'todo'"
         return await _changes(self._d1, sql, (state, result, job_id, unit)) == 1
 
+    async def note_unit(self, job_id: str, unit: str, result: str) -> None:
+        """Keep ``result`` (a failure to retry) with a unit still ``todo``."""
+        await self._d1.statement(
+            "UPDATE job_units SET result = ? WHERE job_id = ? AND unit = ? AND state = 'todo'",
+            (result, job_id, unit),
+        ).run()
+
     async def counts(self, job_id: str) -> tuple[int, int]:
         """``(units, units still todo)``."""
         row = await self._d1.first(
