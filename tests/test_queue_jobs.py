@@ -63,7 +63,9 @@ async def env(miniflare: MiniflareHarness, replay: ReplayServer) -> AsyncIterato
     bindings = miniflare.new_env(queue=True)
     await apply_migrations(bindings.DB)
     workers.pending.clear()
-    yield QueueEnv(bindings, VID2CONTEXT_PUBLIC="1", VID2CONTEXT_YOUTUBE_ORIGIN=replay.origin)
+    yield QueueEnv(
+        bindings, VID2CONTEXT_PUBLIC="1", VID2CONTEXT_YOUTUBE_ORIGIN=replay.origin, VID2CONTEXT_RATE_LIMIT="0"
+    )
     miniflare.set_consumer(None)
     await bindings.aclose()
 
@@ -129,7 +131,9 @@ async def test_an_ingest_of_20_videos_survives_an_isolate_dying_halfway(
     done = await _until_final(second, job["id"])
     assert done["status"] == "succeeded", done
     summary = done["result"]["summary"]
-    assert sorted(v["id"] for v in summary["added"]) == sorted(f"youtube:{vid}" for vid in videos)
+    assert sorted(v["id"] for v in summary["added"]) == sorted(f"youtube:{vid}" for vid in videos), summary[
+        "failed"
+    ]
     assert summary["failed"] == [] and summary["remaining"] == 0
     assert done["result"]["collection"]["videoCount"] == 20
     assert rescuer.batches, "the second isolate finished the work"

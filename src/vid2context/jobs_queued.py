@@ -91,7 +91,7 @@ class JobLedger(Protocol):
     async def add_units(self, job_id: str, units: list[tuple[str, str]]) -> None: ...
     async def units(self, job_id: str) -> list[dict[str, Any]]: ...
     async def unit(self, job_id: str, unit: str) -> dict[str, Any] | None: ...
-    async def settle_unit(self, job_id: str, unit: str, state: str, result: str) -> bool: ...
+    async def settle_unit(self, job_id: str, unit: str, state: str, result: str, item: str) -> bool: ...
     async def note_unit(self, job_id: str, unit: str, result: str) -> None: ...
     async def counts(self, job_id: str) -> tuple[int, int]: ...
     async def add_event(self, job_id: str, event: str, data: str) -> None: ...
@@ -263,7 +263,7 @@ class QueuedJobs:
         return Job(
             id=row["id"],
             kind=row["kind"],
-            status=row["status"],
+            status="running" if row["status"] == "finishing" else row["status"],
             progress=progress,
             result=_loads(row.get("result")),
             error=None if error is None else msgspec.json.decode(error, type=JobError),
@@ -323,7 +323,9 @@ class QueuedJobs:
             if status == "succeeded"
             else {"error": msgspec.json.encode(error).decode()}
         )
-        if not await self._ledger.set_status(job_id, ("queued", "running"), status, _now(), **values):
+        if not await self._ledger.set_status(
+            job_id, ("queued", "running", "finishing"), status, _now(), **values
+        ):
             return False
         if status == "succeeded":
             await self._event(job_id, "done", {"result": result})
@@ -348,7 +350,7 @@ class QueuedJobs:
             if row["status"] in FINAL_STATUSES:
                 return ACK  # canceled, or a redelivery after the job ended
             await self._ledger.set_status(job_id, ("queued",), "running", _now())
-            await self._step(runtime, row, unit)
+            await self._step(runtime, row, unit, redelivered=attempts > 1)
         except asyncio.CancelledError:
             raise
         except _RetryLater as later:
@@ -366,7 +368,7 @@ class QueuedJobs:
             return Decision(ack=False, delay_s=backoff(attempts, self.retry_s))
         return ACK
 
-    async def _step(self, runtime: Runtime, row: dict[str, Any], unit: str) -> None:
+    async def _step(self, runtime: Runtime, row: dict[str, Any], unit: str, *, redelivered: bool) -> None:
         job_id = row["id"]
         if unit == "plan":
             await self._plan(runtime, row)
@@ -387,7 +389,7 @@ class QueuedJobs:
                     await self._ledger.note_unit(job_id, unit, json.dumps(result))
                     raise _RetryLater(retry_after)
                 await self._settle(job_id, unit, "done", result)
-            await self._finish_when_done(job_id)
+            await self._finish_when_done(job_id, redelivered=redelivered)
 
     async def _plan(self, runtime: Runtime, row: dict[str, Any]) -> None:
         job_id = row["id"]
@@ -395,7 +397,7 @@ class QueuedJobs:
         if total:  # a redelivered plan: send what is still to do again
             todo = [u["unit"] for u in await self._ledger.units(job_id) if u["state"] == "todo"]
             await self._sender.send_batch([_body(job_id, u) for u in todo])
-            await self._finish_when_done(job_id)
+            await self._finish_when_done(job_id, redelivered=True)
             return
 
         async def on_item(event: Mapping[str, Any]) -> None:
@@ -416,8 +418,9 @@ class QueuedJobs:
             await self._sender.send(_body(job_id, "finish"))
 
     async def _settle(self, job_id: str, unit: str, state: str, result: dict[str, Any]) -> None:
-        if await self._ledger.settle_unit(job_id, unit, state, json.dumps(result)):
-            await self._event(job_id, "item", result["item"])
+        if await self._ledger.settle_unit(
+            job_id, unit, state, json.dumps(result), json.dumps(result["item"])
+        ):
             total, open_ = await self._ledger.counts(job_id)
             done = total - open_
             await self._event(
@@ -426,9 +429,14 @@ class QueuedJobs:
                 {"done": done, "total": total, "message": f"{done} of {total} videos read"},
             )
 
-    async def _finish_when_done(self, job_id: str) -> None:
-        total, open_ = await self._ledger.counts(job_id)
-        if open_ == 0:
+    async def _finish_when_done(self, job_id: str, *, redelivered: bool) -> None:
+        """Send ``finish`` once no unit is left: by the caller that moves the job to
+        ``finishing`` (one of several units ending at once), or by any redelivered message, in
+        case the one that did died before sending it."""
+        _, open_ = await self._ledger.counts(job_id)
+        if open_:
+            return
+        if await self._ledger.set_status(job_id, ("running",), "finishing", _now()) or redelivered:
             await self._sender.send(_body(job_id, "finish"))
 
     async def _finish(self, runtime: Runtime, row: dict[str, Any]) -> None:
@@ -486,7 +494,7 @@ class QueuedJobs:
                 }
                 last = {"item": item, "failed": failed}
             await self._settle(job_id, unit, "failed", last)
-            await self._finish_when_done(job_id)
+            await self._finish_when_done(job_id, redelivered=True)
         except Exception:
             log.exception("dead letter for job %s unit %s could not be recorded", job_id, unit)
 
