@@ -34,7 +34,20 @@ from vid2context.mcp import create_mcp
 from vid2context.runtime import build_runtime
 from vid2context.settings import SETTINGS, load_settings
 
-__all__ = ["INPUT_CODES", "Surface", "corrects", "problems", "steps_named", "surfaces"]
+__all__ = ["INPUT_CODES", "REST_ONLY", "Surface", "corrects", "problems", "steps_named", "surfaces"]
+
+REST_ONLY = (
+    "api/",
+    "jobs.py",
+    "jobs_queued.py",
+    "job_kinds.py",
+    "job_units.py",
+    "cli.py",
+    "site.py",
+    "site_files.py",
+    "settings.py",
+)
+"""Modules whose hints only REST clients (and the CLI) read; ``mcp/`` ones only MCP clients."""
 
 INPUT_CODES = frozenset({"unsupported-input", "bad-request", "too-large", "not-found"})
 """The codes about what the caller sent: a hint that says how to send it right is a next step."""

@@ -36,7 +36,7 @@ from vid2context.mcp import create_mcp
 from vid2context.runtime import Runtime, build_runtime
 from vid2context.settings import load_settings
 
-from .hint_steps import problems, surfaces
+from .hint_steps import REST_ONLY, problems, surfaces
 from .runtimes import ON_WORKER_TOO, Runtimes
 from .test_mcp_tools import json_block
 from .youtube_replay import TOO_MANY_REQUESTS_ID, httpx_callback
@@ -321,18 +321,6 @@ async def test_the_rest_call_answers_its_code_and_a_step_rest_has(world: World, 
 # --- every hint in the source ----------------------------------------------------------------------
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "vid2context"
-REST_ONLY = (
-    "api/",
-    "jobs.py",
-    "jobs_queued.py",
-    "job_kinds.py",
-    "job_units.py",
-    "cli.py",
-    "site.py",
-    "site_files.py",
-    "settings.py",
-)
-"""Modules whose hints only REST clients (and the CLI) read; ``mcp/`` ones only MCP clients."""
 _HINT_NAME = re.compile(r"^_?(?:[A-Z]+_)*HINT(?:_[A-Z]+)*$")
 
 

@@ -26,6 +26,7 @@ from vid2context.errors import STEPS, VidError, on_surface, per_surface, steps
 from vid2context.mcp import create_mcp
 from vid2context.runtime import Runtime
 
+from .hint_steps import REST_ONLY
 from .runtimes import Runtimes
 from .test_mcp_tools import LONG, TOOLS, error_of, json_block, long_context
 from .youtube_replay import httpx_callback
@@ -33,17 +34,6 @@ from .youtube_replay import httpx_callback
 pytestmark = [pytest.mark.anyio, pytest.mark.httpx_mock(assert_all_responses_were_requested=False)]
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "vid2context"
-REST_ONLY = (
-    "api/",
-    "jobs.py",
-    "jobs_queued.py",
-    "job_kinds.py",
-    "job_units.py",
-    "cli.py",
-    "site.py",
-    "site_files.py",
-    "settings.py",
-)
 """Modules no MCP call runs: the REST app, the REST job queue and its kinds, the CLI, the docs site
 and the settings' help texts (the configuration page)."""
 _TOOL = re.compile(r"\b(" + "|".join(sorted(TOOLS)) + r")\b")

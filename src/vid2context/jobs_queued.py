@@ -42,9 +42,9 @@ from .jobs import (
     JobEvent,
     JobKind,
     JobProgress,
-    _bad,
     _not_found,
     _now,
+    check_request,
     is_job_id,
 )
 
@@ -197,11 +197,7 @@ class QueuedJobs:
         self, runtime: Runtime, kind: str, input: Any, options: Mapping[str, Any] | None = None
     ) -> Job:
         """Check, record and queue a job (its first message: ``plan``, or ``all``)."""
-        if not isinstance(kind, str) or kind not in self.kinds:
-            shown = str(kind)[:40]
-            raise _bad(f"Unknown job kind {shown!r}.", "Give kind as one of: " + ", ".join(self.kinds) + ".")
-        if options is not None and not isinstance(options, Mapping):
-            raise _bad("options must be an object.", "Give options as a JSON object, or leave it out.")
+        check_request(self.kinds, kind, options)
         checked_input, checked_options = await self.kinds[kind].check(runtime, input, dict(options or {}))
         job_id = "job_" + secrets.token_urlsafe(12)
         now = _now()
