@@ -191,7 +191,8 @@ let consumer = null;
 
 // A batch as the Python Worker's queue() sees it, posted to the consumer, which answers one
 // decision per message ({id, ack, delaySeconds}). If the consumer cannot be reached or fails (an
-// isolate died), every message is retried, as the runtime does when queue() throws.
+// isolate died), every message is retried, as the runtime does when queue() throws, once the
+// test has named the next consumer.
 async function forwardBatch(batch) {
   if (consumer === null) {
     batch.retryAll({ delaySeconds: 1 });
@@ -208,7 +209,14 @@ async function forwardBatch(batch) {
     if (response.status !== 200) throw new Error(`consumer answered ${response.status}`);
     decisions = (await response.json()).decisions;
   } catch (error) {
+    // The isolate died with the batch: its messages are retried (an attempt each). Cloudflare
+    // would start another isolate at once; here the test names it, so wait for that first
+    // rather than spend the retries on a consumer that is gone.
     console.error(`queue: consumer failed: ${error}`);
+    const dead = consumer;
+    for (let waited = 0; consumer === dead && waited < 30_000; waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     batch.retryAll();
     return;
   }
