@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from vid2context.jobs_queued import backoff, message_of
+
 from .cloudflare_bindings import CloudflareEnv
 from .miniflare_harness import MiniflareHarness, apply_migrations
 from .queue_bridge import Bridge
@@ -244,3 +246,50 @@ async def test_a_video_that_keeps_failing_is_retried_then_dead_lettered_and_reco
     ]
     await isolate.aclose()
     await bridge.kill()
+
+
+async def test_a_canceled_job_stays_canceled_and_its_messages_are_dropped(
+    miniflare: MiniflareHarness, env: QueueEnv
+) -> None:
+    isolate = Isolate(env)
+    miniflare.set_consumer(None)  # nothing consumes yet: the job is still queued
+    job = await _json(isolate, "/api/v1/jobs", {"kind": "context", "input": "GJLlxj_dtq8"})
+    canceled = await isolate.fetch(f"/api/v1/jobs/{job['id']}", method="DELETE")
+    assert canceled.status == 202 and json.loads(canceled.body)["status"] == "canceled"
+    bridge = await Bridge(_entrypoint(isolate)).start()
+    miniflare.set_consumer(bridge.url)
+    async with asyncio.timeout(WAIT_S):
+        while not any(m.decision for b in bridge.batches for m in b.messages):
+            await asyncio.sleep(0.2)
+    assert all(m.decision["ack"] for b in bridge.batches for m in b.messages)
+    other = Isolate(env)  # another isolate reads the same state, and replays its last event
+    found = await _json(other, f"/api/v1/jobs/{job['id']}")
+    assert found["status"] == "canceled" and found["error"]["code"] == "canceled"
+    stream = (await other.fetch(f"/api/v1/jobs/{job['id']}/events")).text()
+    assert "event: error" in stream and '"canceled"' in stream
+    assert (await other.fetch("/api/v1/jobs/job_neverexisted123")).status == 404
+    for one in (isolate, other):
+        await one.aclose()
+    await bridge.kill()
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["", "null", "[]", "{}", '{"job": 5, "unit": "plan"}', '{"job": "job_x", "unit": "plan"}',
+     '{"job": "job_abcdefgh1", "unit": "u:1e9"}', '{"job": "job_abcdefgh1", "unit": "u:' + "9" * 40 + '"}',
+     '{"job": "job_abcdefgh1", "unit": "drop table"}', b"\xff\xfe"],
+)  # fmt: skip
+def test_a_body_that_is_not_a_unit_of_ours_is_recognised(body: str | bytes) -> None:
+    assert message_of(body) is None
+
+
+def test_units_are_read_from_text_or_objects() -> None:
+    assert message_of('{"job": "job_abcdefgh1", "unit": "u:0007"}') == ("job_abcdefgh1", "u:0007")
+    assert message_of({"job": "job_abcdefgh1", "unit": "finish"}) == ("job_abcdefgh1", "finish")
+
+
+def test_backoff_doubles_honours_retry_after_and_stops_at_its_cap() -> None:
+    assert [backoff(n, 10) for n in (1, 2, 3, 4)] == [10, 20, 40, 80]
+    assert backoff(30, 10) == 900 and backoff(1, 10, retry_after=120) == 120
+    assert backoff(1, 10, retry_after=10_000) == 900  # a Retry-After beyond the cap waits the cap
+    assert backoff(5, 0, retry_after=120) == 0 and backoff(3, -5) == 0
