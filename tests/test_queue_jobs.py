@@ -293,3 +293,29 @@ def test_backoff_doubles_honours_retry_after_and_stops_at_its_cap() -> None:
     assert backoff(30, 10) == 900 and backoff(1, 10, retry_after=120) == 120
     assert backoff(1, 10, retry_after=10_000) == 900  # a Retry-After beyond the cap waits the cap
     assert backoff(5, 0, retry_after=120) == 0 and backoff(3, -5) == 0
+
+
+async def test_the_cron_event_forgets_jobs_that_ended_a_day_ago(
+    miniflare: MiniflareHarness, env: QueueEnv
+) -> None:
+    isolate = Isolate(env)
+    bridge = await Bridge(_entrypoint(isolate)).start()
+    miniflare.set_consumer(bridge.url)
+    old = await _json(isolate, "/api/v1/jobs", {"kind": "context", "input": "GJLlxj_dtq8"})
+    assert (await _until_final(isolate, old["id"]))["status"] == "succeeded"
+    fresh = await _json(isolate, "/api/v1/jobs", {"kind": "context", "input": "GJLlxj_dtq8"})
+    assert (await _until_final(isolate, fresh["id"]))["status"] == "succeeded"
+    await (
+        env.DB.prepare("UPDATE queued_jobs SET updated_at = '2026-01-01T00:00:00.000Z' WHERE id = ?")
+        .bind(old["id"])
+        .run()
+    )
+    assert await miniflare.scheduled("*/15 * * * *") == ["ok"]
+    assert (await isolate.fetch(f"/api/v1/jobs/{old['id']}")).status == 404
+    assert (await isolate.fetch(f"/api/v1/jobs/{fresh['id']}")).status == 200
+    left = (
+        await env.DB.prepare("SELECT COUNT(*) AS n FROM job_events WHERE job_id = ?").bind(old["id"]).first()
+    ).n
+    assert left == 0
+    await isolate.aclose()
+    await bridge.kill()

@@ -83,7 +83,12 @@ class Default(WorkerEntrypoint):
         await consume(runtime_of(env or self.env), batch)
 
     async def scheduled(self, controller: Any, env: Any = None, ctx: Any = None) -> None:
-        """A Cron Trigger: queue a refresh of every watch list that is due (``vid2context.watch``)."""
+        """A Cron Trigger: queue a refresh of every watch list that is due (``vid2context.watch``),
+        and forget queued jobs that ended a day ago."""
+        from vid2context.jobs_queued import QueuedJobs
         from vid2context.watch import refresh_due
 
-        await refresh_due(runtime_of(env or self.env))
+        runtime = runtime_of(env or self.env)
+        await refresh_due(runtime)
+        if isinstance(runtime.jobs, QueuedJobs):
+            await runtime.jobs.prune()

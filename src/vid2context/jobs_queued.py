@@ -28,6 +28,7 @@ import logging
 import secrets
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
@@ -37,6 +38,7 @@ from .errors import ErrorCode, VidError
 from .job_units import SPLITS, Planned, read_unit
 from .jobs import (
     FINAL_STATUSES,
+    KV_TTL_S,
     Job,
     JobError,
     JobEvent,
@@ -95,6 +97,7 @@ class JobLedger(Protocol):
     async def note_unit(self, job_id: str, unit: str, result: str) -> None: ...
     async def counts(self, job_id: str) -> tuple[int, int]: ...
     async def add_event(self, job_id: str, event: str, data: str) -> None: ...
+    async def prune(self, before: str) -> None: ...
     async def events(self, job_id: str, after: int = 0) -> list[dict[str, Any]]: ...
 
 
@@ -242,6 +245,12 @@ class QueuedJobs:
 
     async def aclose(self) -> None:
         """Nothing runs in this isolate's memory: the queue keeps the work."""
+
+    async def prune(self, *, now: datetime | None = None) -> None:
+        """Forget jobs that ended more than a day ago (``jobs.KV_TTL_S``, as the in-process queue's
+        KV copies expire); the Worker's cron handler calls it."""
+        moment = (now or datetime.now(UTC)) - timedelta(seconds=KV_TTL_S)
+        await self._ledger.prune(moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z")
 
     # --- reading ------------------------------------------------------------------------------
 

@@ -128,6 +128,17 @@ class D1JobLedger:
             (job_id, after),
         )
 
+    async def prune(self, before: str) -> None:
+        """Forget the jobs that ended before ``before``, with their units and events."""
+        ended = "SELECT id FROM queued_jobs WHERE status IN ('succeeded', 'failed', 'canceled') AND updated_at < ?"
+        await self._d1.batch(
+            [
+                self._d1.statement(f"DELETE FROM job_events WHERE job_id IN ({ended})", (before,)),
+                self._d1.statement(f"DELETE FROM job_units WHERE job_id IN ({ended})", (before,)),
+                self._d1.statement(f"DELETE FROM queued_jobs WHERE id IN ({ended})", (before,)),
+            ]
+        )
+
 
 class D1WatchClaims:
     """``watch.WatchClaims`` on ``watch_claims``: one winner per collection and due time."""
