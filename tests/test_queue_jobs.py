@@ -76,6 +76,14 @@ def _entrypoint(isolate: Isolate) -> Any:
     return isolate.module.Default(ctx=object(), env=isolate.env)
 
 
+async def _served(miniflare: MiniflareHarness, env: QueueEnv) -> tuple[Isolate, Bridge]:
+    """A fresh isolate, and the queue's batches and cron events going to it."""
+    isolate = Isolate(env)
+    bridge = await Bridge(_entrypoint(isolate)).start()
+    miniflare.set_consumer(bridge.url)
+    return isolate, bridge
+
+
 async def _json(isolate: Isolate, path: str, body: Any = None, method: str = "GET") -> Any:
     data = None if body is None else json.dumps(body).encode()
     response = await isolate.fetch(
@@ -152,9 +160,7 @@ async def test_an_ingest_of_20_videos_survives_an_isolate_dying_halfway(
 async def test_messages_that_are_not_ours_are_acked_once_and_logged(
     miniflare: MiniflareHarness, env: QueueEnv, caplog: pytest.LogCaptureFixture
 ) -> None:
-    isolate = Isolate(env)
-    bridge = await Bridge(_entrypoint(isolate)).start()
-    miniflare.set_consumer(bridge.url)
+    isolate, bridge = await _served(miniflare, env)
     bad = ["not json {", json.dumps({"job": "job_neverexisted123", "unit": "plan"}), json.dumps([1, 2]),
            json.dumps({"job": "job_neverexisted123", "unit": "u:../../etc"})]  # fmt: skip
     for body in bad:
@@ -176,9 +182,7 @@ async def test_messages_that_are_not_ours_are_acked_once_and_logged(
 async def test_a_due_watch_list_refreshes_once_when_two_cron_events_overlap(
     miniflare: MiniflareHarness, env: QueueEnv
 ) -> None:
-    isolate = Isolate(env)
-    bridge = await Bridge(_entrypoint(isolate)).start()
-    miniflare.set_consumer(bridge.url)
+    isolate, bridge = await _served(miniflare, env)
     playlist = f"https://www.youtube.com/playlist?list={LONG_PLAYLIST_ID}"
     collection = await _json(
         isolate, "/api/v1/collections", {"name": "watched", "sources": [playlist], "watch": {"every": 1}}
@@ -212,9 +216,7 @@ async def test_a_video_that_keeps_failing_is_retried_then_dead_lettered_and_reco
     miniflare: MiniflareHarness, env: QueueEnv
 ) -> None:
     env.VID2CONTEXT_JOB_RETRY_S = "0"  # retry at once: the queue's own delay is not under test
-    isolate = Isolate(env)
-    bridge = await Bridge(_entrypoint(isolate)).start()
-    miniflare.set_consumer(bridge.url)
+    isolate, bridge = await _served(miniflare, env)
     collection = await _json(isolate, "/api/v1/collections", {"name": "rate-limited"})
     inputs = [
         "https://www.youtube.com/watch?v=GJLlxj_dtq8",
@@ -298,9 +300,7 @@ def test_backoff_doubles_honours_retry_after_and_stops_at_its_cap() -> None:
 async def test_the_cron_event_forgets_jobs_that_ended_a_day_ago(
     miniflare: MiniflareHarness, env: QueueEnv
 ) -> None:
-    isolate = Isolate(env)
-    bridge = await Bridge(_entrypoint(isolate)).start()
-    miniflare.set_consumer(bridge.url)
+    isolate, bridge = await _served(miniflare, env)
     old = await _json(isolate, "/api/v1/jobs", {"kind": "context", "input": "GJLlxj_dtq8"})
     assert (await _until_final(isolate, old["id"]))["status"] == "succeeded"
     fresh = await _json(isolate, "/api/v1/jobs", {"kind": "context", "input": "GJLlxj_dtq8"})
