@@ -87,6 +87,7 @@ __all__ = [
     "KVNamespace",
     "R2Bucket",
     "R2Object",
+    "Queue",
     "R2ObjectBody",
     "ReadableStream",
     "WorkersAi",
@@ -504,6 +505,22 @@ class _StreamReader:
         await self._stream._close()
 
 
+class Queue:
+    """A Queue producer binding: ``send(body, delaySeconds=...)``, ``sendBatch([{body}, ...])``,
+    on Miniflare's real queue, whose consumer (``worker.mjs``) forwards batches to the test."""
+
+    def __init__(self, connection: _Connection) -> None:
+        self._connection = connection
+
+    async def send(self, body: Any, *options: Any, **kwargs: Any) -> None:
+        _reject_positional_options("Queue.send", options)
+        await self._connection.call("queue/send", {"body": body, "options": kwargs})
+
+    async def sendBatch(self, messages: list[dict[str, Any]], *options: Any, **kwargs: Any) -> None:
+        _reject_positional_options("Queue.sendBatch", options)
+        await self._connection.call("queue/sendBatch", {"messages": list(messages)})
+
+
 class CloudflareEnv:
     """``env`` with the three bindings, talking to a running harness at ``base_url``.
 
@@ -521,8 +538,11 @@ class CloudflareEnv:
         vars: Mapping[str, str] | None = None,
         ai: WorkersAi | None = None,
         vectors: Any = None,
+        queue: bool = False,
     ) -> None:
         self._connection = _Connection(base_url, keepalive=keepalive)
+        if queue:
+            self.JOBS = Queue(self._connection)  # the producer of wrangler.toml's [[queues.producers]]
         self.DB = D1Database(self._connection)
         self.KV = KVNamespace(self._connection)
         self.BUCKET = R2Bucket(self._connection)

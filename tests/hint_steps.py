@@ -39,7 +39,9 @@ __all__ = ["INPUT_CODES", "REST_ONLY", "Surface", "corrects", "problems", "steps
 REST_ONLY = (
     "api/",
     "jobs.py",
+    "jobs_queued.py",
     "job_kinds.py",
+    "job_units.py",
     "cli.py",
     "cli_remote.py",
     "remote.py",
@@ -48,9 +50,9 @@ REST_ONLY = (
     "site_files.py",
     "settings.py",
 )
-"""Modules no MCP call runs (paths under the package): the REST app, the REST job queue and its
-kinds, the CLI (push, pull and sync included, and the PUT they call), the docs site and the
-settings' help texts (the configuration page)."""
+"""Modules no MCP call runs (paths under the package): the REST app, the REST job queue (in process
+and on the Worker's queue) and its kinds, the CLI (push, pull and sync included, and the PUT they
+call), the docs site and the settings' help texts (the configuration page)."""
 
 INPUT_CODES = frozenset({"unsupported-input", "bad-request", "too-large", "not-found"})
 """The codes about what the caller sent: a hint that says how to send it right is a next step."""

@@ -20,7 +20,9 @@ Without Node.js the fixture fails with a message saying what to install; it neve
 
 from __future__ import annotations
 
+import asyncio
 import os
+import queue
 import shutil
 import sqlite3
 import subprocess
@@ -63,8 +65,15 @@ class HarnessError(RuntimeError):
 class MiniflareHarness:
     """A running ``server.mjs``: its port, an ``env`` of bindings, ``reset()`` and ``stop()``."""
 
-    def __init__(self, process: subprocess.Popen[str], port: int, stderr_lines: list[str]) -> None:
+    def __init__(
+        self,
+        process: subprocess.Popen[str],
+        port: int,
+        stderr_lines: list[str],
+        answers: queue.Queue[str] | None = None,
+    ) -> None:
         self.process = process
+        self._answers: queue.Queue[str] = answers if answers is not None else queue.Queue()
         self.port = port
         self.base_url = f"http://127.0.0.1:{port}"
         self.env = CloudflareEnv(self.base_url)
@@ -77,10 +86,27 @@ class MiniflareHarness:
         vars: dict[str, str] | None = None,
         ai: WorkersAi | None = None,
         vectors: Any = None,
+        queue: bool = False,
     ) -> CloudflareEnv:
         """Bindings with their own HTTP client (same D1, KV and R2 underneath), with the Worker's
         ``vars`` as attributes and, when given, an ``AI`` binding and a ``VECTORS`` stand-in."""
-        return CloudflareEnv(self.base_url, keepalive=keepalive, vars=vars, ai=ai, vectors=vectors)
+        return CloudflareEnv(
+            self.base_url, keepalive=keepalive, vars=vars, ai=ai, vectors=vectors, queue=queue
+        )
+
+    def set_consumer(self, url: str | None) -> None:
+        """Where the queue's batches and the cron events go (``tests/queue_bridge.py``); ``None``
+        leaves them undelivered (retried later)."""
+        with httpx.Client(transport=HarnessSyncTransport(), timeout=30) as admin:
+            admin.post(f"{self.base_url}/admin/consumer", json={"url": url}).raise_for_status()
+
+    async def scheduled(self, cron: str, *, count: int = 1) -> list[str]:
+        """Fire ``count`` overlapping Cron events through Miniflare; each one's outcome."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"SCHEDULED {count} {cron}\n")
+        self.process.stdin.flush()
+        line = await asyncio.to_thread(self._answers.get, True, 120)
+        return line.split()[1].split(",")
 
     def reset(self) -> None:
         """Drop every table and empty KV and R2, as a fresh deployment would be.
@@ -163,9 +189,13 @@ def start_harness(*, persist: Path | None = None, timeout: float = 60) -> Minifl
     drain = threading.Thread(target=_drain, args=(process.stderr, stderr_lines), daemon=True)
     drain.start()
     ready: list[str] = []
-    reader = threading.Thread(target=_read_ready, args=(process.stdout, ready), daemon=True)
+    answers: queue.Queue[str] = queue.Queue()
+    got_ready = threading.Event()
+    reader = threading.Thread(
+        target=_read_stdout, args=(process.stdout, ready, got_ready, answers, stderr_lines), daemon=True
+    )
     reader.start()
-    reader.join(timeout)
+    got_ready.wait(timeout)
     if not ready:
         process.kill()
         process.wait()
@@ -174,17 +204,27 @@ def start_harness(*, persist: Path | None = None, timeout: float = 60) -> Minifl
             f"Miniflare did not print READY within {timeout:.0f}s (exit code {process.returncode}):\n"
             + "".join(stderr_lines)[-4000:]
         )
-    harness = MiniflareHarness(process, int(ready[0]), stderr_lines)
+    harness = MiniflareHarness(process, int(ready[0]), stderr_lines, answers)
     with httpx.Client(transport=HarnessSyncTransport(), timeout=30) as admin:  # even under httpx_mock
         admin.post(f"{harness.base_url}/admin/ping", json={}).raise_for_status()
     return harness
 
 
-def _read_ready(stream: Any, ready: list[str]) -> None:
+def _read_stdout(
+    stream: Any, ready: list[str], got_ready: threading.Event, answers: queue.Queue[str], log: list[str]
+) -> None:
+    """``READY <port>``, then the answers to control lines (``SCHEDULED ...``); Miniflare's own
+    messages on stdout (``[mf:warn] ...``) join the log. Read to the end, so it never blocks."""
     for line in stream:
-        if line.startswith("READY "):
+        if line.startswith("READY ") and not ready:
             ready.append(line.split()[1])
-            return
+            got_ready.set()
+        elif line.startswith("SCHEDULED "):
+            answers.put(line)
+        else:
+            log.append(line)
+            del log[:-200]
+    got_ready.set()
 
 
 def _drain(stream: Any, lines: list[str]) -> None:

@@ -30,17 +30,26 @@ from vid2context.site import SiteApp, is_app_path
 
 _api: Any = None
 """The Litestar app of this isolate, built by the first API request."""
+_runtime: Any = None
+"""The runtime of this isolate, shared by the API, the queue consumer and the cron handler."""
+
+
+def runtime_of(env: Any) -> Any:
+    """The isolate's runtime, built on first use from the Worker's bindings, vars and secrets."""
+    global _runtime
+    if _runtime is None:
+        from workers import wait_until  # cloudflare:workers, reachable inside a request
+
+        _runtime = build_worker_runtime(env)
+        _runtime.keep_alive = wait_until  # background work outlives the request that started it
+    return _runtime
 
 
 def api_app(env: Any) -> Any:
-    """The isolate's API app, built on first use from the Worker's bindings, vars and secrets."""
+    """The isolate's API app, built on first use."""
     global _api
     if _api is None:
-        from workers import wait_until  # cloudflare:workers, reachable inside a request
-
-        runtime = build_worker_runtime(env)
-        runtime.keep_alive = wait_until  # background jobs outlive the request that started them
-        _api = create_app(runtime, owns_runtime=False)
+        _api = create_app(runtime_of(env), owns_runtime=False)
     return _api
 
 
@@ -65,3 +74,21 @@ class Default(WorkerEntrypoint):
             return await asgi.fetch(api_app(self.env), request, self.env, self.ctx)
         site = SiteApp(AssetsReader(self.env.ASSETS, f"{url.scheme}://{url.netloc}"))
         return await asgi.fetch(site, request, self.env, self.ctx)
+
+    async def queue(self, batch: Any, env: Any = None, ctx: Any = None) -> None:
+        """A batch from the ``JOBS`` queue or its dead-letter queue: each message one unit of a
+        job (``vid2context.jobs_queued``)."""
+        from vid2context.jobs_queued import consume
+
+        await consume(runtime_of(env or self.env), batch)
+
+    async def scheduled(self, controller: Any, env: Any = None, ctx: Any = None) -> None:
+        """A Cron Trigger: queue a refresh of every watch list that is due (``vid2context.watch``),
+        and forget queued jobs that ended a day ago."""
+        from vid2context.jobs_queued import QueuedJobs
+        from vid2context.watch import refresh_due
+
+        runtime = runtime_of(env or self.env)
+        await refresh_due(runtime)
+        if isinstance(runtime.jobs, QueuedJobs):
+            await runtime.jobs.prune()

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
+
+import msgspec
 
 from . import __version__
 from .ctx import Ctx
@@ -123,6 +126,21 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve on a non-loopback address without API keys (anyone who can reach it can use it)",
     )
+    serve.add_argument(
+        "--no-scheduler",
+        action="store_true",
+        help="do not refresh due watch lists in this server (use `vid2context refresh --due` from cron)",
+    )
+    refresh = commands.add_parser(
+        "refresh",
+        help="refresh watch lists: --due refreshes every collection whose schedule is due (for cron)",
+        description=(
+            "Refresh each collection whose watch schedule is due, once even when several runs "
+            "overlap, and print one JSON line per refresh: the collection and the ids of the "
+            "videos it added. Exit status 1 when a refresh failed."
+        ),
+    )
+    refresh.add_argument("--due", action="store_true", required=True, help="the collections that are due")
     return parser
 
 
@@ -141,6 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _settings(sys.stdout)
         if args.command == "serve":
             return _serve(args)
+        if args.command == "refresh":
+            return asyncio.run(_refresh_due(sys.stdout, sys.stderr))
         if args.command == "mcp":
             return _mcp()
         if args.command in ("push", "pull", "sync"):
@@ -314,7 +334,7 @@ def _mcp() -> int:
     return 0
 
 
-def local_app():  # type: ignore[no-untyped-def]
+def local_app(scheduler: bool = True):  # type: ignore[no-untyped-def]
     """The local ASGI app: the API, and the docs site beside it when this install has one.
 
     A factory, so the server builds it in its own worker process. Requests split as on the
@@ -323,12 +343,44 @@ def local_app():  # type: ignore[no-untyped-def]
     from .api import create_app
     from .site import SiteApp, site_and_app
     from .site_files import SiteFiles, default_site_dir
+    from .watch import WithScheduler
 
-    app = create_app(build_local_runtime())
+    runtime = build_local_runtime()
+    app = create_app(runtime)
+    if scheduler:
+        app = WithScheduler(app, runtime)  # due watch lists refresh while the server runs
     site_dir = default_site_dir()
     if site_dir is None:
         return app
     return site_and_app(app, SiteApp(SiteFiles(site_dir)))
+
+
+def local_app_without_scheduler():  # type: ignore[no-untyped-def]
+    """``local_app`` for ``serve --no-scheduler``."""
+    return local_app(scheduler=False)
+
+
+async def _refresh_due(out: TextIO, err: TextIO) -> int:
+    """``vid2context refresh --due``: queue the due refreshes (claimed, so overlapping runs do
+    each once), wait for them, one JSON line per refresh."""
+    from .watch import refresh_due
+
+    runtime = build_local_runtime()
+    failed = 0
+    try:
+        for job in await refresh_due(runtime):
+            done = await runtime.jobs.wait(runtime, job.id)
+            line: dict[str, Any] = {"job": done.id, "status": done.status, "collectionId": None, "added": []}
+            if done.status == "succeeded":
+                summary = done.result["summary"]
+                line.update(collectionId=summary["collectionId"], added=[v["id"] for v in summary["added"]])
+            else:
+                failed += 1
+                line["error"] = msgspec.to_builtins(done.error)
+            print(json.dumps(line), file=out)
+    finally:
+        await runtime.aclose()
+    return 1 if failed else 0
 
 
 KEYED_HOST = "0.0.0.0"  # only with API keys set, or when --host asks for it
@@ -385,7 +437,7 @@ def _serve(args: argparse.Namespace) -> int:
     shown = f"[{host}]" if ":" in host else host
     print(f"vid2context {__version__}: serving http://{shown}:{args.port}/api/v1/health", file=sys.stderr)
     Granian(
-        "vid2context.cli:local_app",
+        "vid2context.cli:local_app_without_scheduler" if args.no_scheduler else "vid2context.cli:local_app",
         factory=True,
         address=host,
         port=args.port,

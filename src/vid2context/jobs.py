@@ -62,6 +62,7 @@ __all__ = [
     "JobQueue",
     "JobRun",
     "JobStatus",
+    "check_request",
     "is_job_id",
 ]
 
@@ -125,6 +126,16 @@ def _bad(message: str, hint: str) -> VidError:
 
 def _error_of(error: VidError) -> JobError:
     return JobError(code=error.code.value, message=error.message, hint=error.hint)
+
+
+def check_request(kinds: Mapping[str, JobKind], kind: object, options: object) -> None:
+    """``bad-request`` for a kind that is not one of ``kinds`` or options that are not an object
+    (both queues check a submission so, before the kind's own check)."""
+    if not isinstance(kind, str) or kind not in kinds:
+        shown = str(kind)[:40]
+        raise _bad(f"Unknown job kind {shown!r}.", "Give kind as one of: " + ", ".join(kinds) + ".")
+    if options is not None and not isinstance(options, Mapping):
+        raise _bad("options must be an object.", "Give options as a JSON object, or leave it out.")
 
 
 def is_job_id(value: object) -> bool:
@@ -249,11 +260,7 @@ class JobQueue:
                 hint="Tell the user the server is stopping; submit the job again (POST /api/v1/jobs) once it has "
                 "restarted.",
             )
-        if not isinstance(kind, str) or kind not in self.kinds:
-            shown = str(kind)[:40]
-            raise _bad(f"Unknown job kind {shown!r}.", "Give kind as one of: " + ", ".join(self.kinds) + ".")
-        if options is not None and not isinstance(options, Mapping):
-            raise _bad("options must be an object.", "Give options as a JSON object, or leave it out.")
+        check_request(self.kinds, kind, options)
         waiting = sum(1 for r in self._records.values() if r.job.status == "queued")
         if waiting >= MAX_WAITING:
             raise VidError(

@@ -90,9 +90,12 @@ __all__ = [
     "list_collections",
     "list_videos",
     "normalize_video_id",
+    "plan_ingest",
     "refresh_collection",
     "remove_from_collection",
     "resolve_collection",
+    "save_memberships",
+    "select_new",
     "update_collection",
 ]
 
@@ -357,21 +360,13 @@ async def _expand(
     return candidates, [group for group in expanded if isinstance(group, FailedInput)]
 
 
-async def _ingest(
-    runtime: Runtime,
-    collection: Collection,
-    candidates: list[_Candidate],
-    failed: list[FailedInput],
-    *,
-    limit: int | None,
-    concurrency: int,
-    on_item: OnEvent | None,
-    on_progress: OnEvent | None,
-    checked_at: str,
-    ctx: Ctx | None,
-) -> RefreshSummary:
+async def select_new(
+    runtime: Runtime, collection_id: str, candidates: list[_Candidate], on_item: OnEvent | None
+) -> tuple[list[_Candidate], int]:
+    """The candidates to read, one per video, and how many were skipped (saved already, or
+    removed and not named by the caller); a ``skipped`` item event for each of those."""
     storage = runtime.storage
-    items = {item.video_id: item for item in await storage.list_items(collection.id)}
+    items = {item.video_id: item for item in await storage.list_items(collection_id)}
     unique: dict[str, _Candidate] = {}
     for candidate in candidates:
         first = unique.setdefault(candidate.ref.id, candidate)
@@ -387,6 +382,74 @@ async def _ingest(
             await batch.emit(on_item, {"id": vid, "outcome": "skipped"})
         else:
             todo.append(candidate)
+    return todo, skipped
+
+
+async def save_memberships(
+    runtime: Runtime, collection_id: str, saved: list[tuple[str, str]], pending: list[tuple[str, str]]
+) -> None:
+    """Write ``(input, video id)`` pairs as saved and pending items, in that order, in one write.
+
+    One write at the end, in input order: the collection lists its videos in a stable order, and
+    a call cut short loses only memberships (the videos it read are in the library already).
+    """
+    storage = runtime.storage
+    now = _now()
+    new_items = [
+        CollectionItem(video_id=vid, state="saved", input=text, added_at=now) for text, vid in saved
+    ] + [CollectionItem(video_id=vid, state="pending", input=text, added_at=now) for text, vid in pending]
+    if new_items:
+        await storage.put_items(collection_id, new_items)
+        fresh = await storage.get_collection(collection_id)
+        if fresh is not None:
+            await storage.put_collection(msgspec.structs.replace(fresh, updated_at=now))
+
+
+async def _refresh_entries(runtime: Runtime, collection: Collection) -> list[tuple[Any, bool]]:
+    """A refresh's inputs: the pending items (as named by the caller), then the sources."""
+    pending = [
+        (i.input or i.video_id, True)
+        for i in await runtime.storage.list_items(collection.id)
+        if i.state == "pending"
+    ]
+    return pending + [(source, False) for source in collection.sources]
+
+
+async def plan_ingest(
+    runtime: Runtime,
+    collection_id: str,
+    inputs: list[str] | None,
+    *,
+    concurrency: int = 4,
+    on_item: OnEvent | None = None,
+    ctx: Ctx | None = None,
+) -> tuple[list[_Candidate], int, list[FailedInput]]:
+    """What an ingest (``inputs``) or a refresh (``None``: the pending items, then the sources)
+    would read, without reading it: ``(candidates to read, skipped, failed inputs)``. The queue's
+    jobs read each candidate as a unit of their own (``job_units.py``)."""
+    collection = await _require(runtime, collection_id)
+    entries = (
+        await _refresh_entries(runtime, collection) if inputs is None else [(raw, True) for raw in inputs]
+    )
+    candidates, failed = await _expand(runtime, entries, concurrency, on_item, ctx)
+    todo, skipped = await select_new(runtime, collection.id, candidates, on_item)
+    return todo, skipped, failed
+
+
+async def _ingest(
+    runtime: Runtime,
+    collection: Collection,
+    candidates: list[_Candidate],
+    failed: list[FailedInput],
+    *,
+    limit: int | None,
+    concurrency: int,
+    on_item: OnEvent | None,
+    on_progress: OnEvent | None,
+    checked_at: str,
+    ctx: Ctx | None,
+) -> RefreshSummary:
+    todo, skipped = await select_new(runtime, collection.id, candidates, on_item)
     now_batch, later = (todo, []) if limit is None else (todo[:limit], todo[limit:])
     outcomes = await batch.read_each(
         runtime,
@@ -404,17 +467,10 @@ async def _ingest(
     failed.extend(r for r in results if isinstance(r, FailedInput))
     # One write at the end, in input order: the collection lists its videos in a stable order, and
     # a call cut short loses only memberships (the videos it read are in the library already).
-    now = _now()
-    new_items = [
-        CollectionItem(video_id=r.id, state="saved", input=c.input, added_at=now)
-        for c, r in zip(now_batch, results, strict=True)
-        if isinstance(r, VideoSummary)
-    ] + [CollectionItem(video_id=c.ref.id, state="pending", input=c.input, added_at=now) for c in later]
-    if new_items:
-        await storage.put_items(collection.id, new_items)
-        fresh = await storage.get_collection(collection.id)
-        if fresh is not None:
-            await storage.put_collection(msgspec.structs.replace(fresh, updated_at=now))
+    saved_now = [
+        (c.input, r.id) for c, r in zip(now_batch, results, strict=True) if isinstance(r, VideoSummary)
+    ]
+    await save_memberships(runtime, collection.id, saved_now, [(c.input, c.ref.id) for c in later])
     return RefreshSummary(
         collection_id=collection.id,
         added=added,
@@ -476,12 +532,7 @@ async def refresh_collection(
     collection = await _require(runtime, collection_id)
     limit, concurrency = check_run(limit, concurrency)
     checked_at = _now()
-    pending = [
-        (i.input or i.video_id, True)
-        for i in await runtime.storage.list_items(collection.id)
-        if i.state == "pending"
-    ]
-    entries = pending + [(source, False) for source in collection.sources]
+    entries = await _refresh_entries(runtime, collection)
     candidates, failed = await _expand(runtime, entries, concurrency, on_item, ctx)
     summary = await _ingest(
         runtime, collection, candidates, failed, limit=limit, concurrency=concurrency,

@@ -108,6 +108,10 @@ class Runtime:
     """The vector index (``search/vectors.py``): sqlite-vec locally, Vectorize on a Worker with a
     ``VECTORS`` binding, memory in ``build_runtime``; ``None`` where there is none (a Worker without
     ``VECTORS``, a Python that cannot load sqlite-vec), and then search is keyword only."""
+    claims: Any = None
+    """Who may refresh a due watch list (``watch.WatchClaims``): D1 on the Worker; ``None`` for
+    the KV's atomic counter (``watch.KvClaims``), which the local SQLite KV makes safe across
+    processes."""
     egress: Closeable | None = None
     """Public mode's guard on the local runtime (``egress.Egress``: the filtering proxy that yt-dlp
     and ffmpeg fetch through), closed with the runtime; ``None`` elsewhere. The Worker has none:
@@ -321,6 +325,7 @@ def build_worker_runtime(env: Any) -> Runtime:
     )
     vectors = getattr(env, "VECTORS", None)
     runtime.vectors = None if vectors is None else VectorizeIndex(vectors, env.DB)
+    _add_worker_queue(runtime, env)
     ai = getattr(env, "AI", None)
     binding_ai = None if ai is None else CloudflareAi(ai)
     binding = WorkersAIBindingWhisper(binding_ai)
@@ -338,6 +343,21 @@ def build_worker_runtime(env: Any) -> Runtime:
         for rung in hosted_llms(settings, runtime.http, groq_sdk=False)
     ]
     return runtime
+
+
+def _add_worker_queue(runtime: Runtime, env: Any) -> None:
+    """Jobs on Cloudflare Queues when the Worker has a ``JOBS`` producer (``jobs_queued.py``),
+    and watch-list claims in D1; without it jobs run in the isolate on ``waitUntil``."""
+    from .storage.cloudflare_queue import D1JobLedger, D1WatchClaims, QueueProducer
+
+    runtime.claims = D1WatchClaims(env.DB)
+    queue = getattr(env, "JOBS", None)
+    if queue is not None:
+        from .jobs_queued import QueuedJobs
+
+        runtime.jobs = QueuedJobs(  # type: ignore[assignment]
+            D1JobLedger(env.DB), QueueProducer(queue), retry_s=runtime.settings.job_retry_s
+        )
 
 
 def _worker_environ(env: Any) -> dict[str, str]:

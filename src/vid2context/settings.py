@@ -182,6 +182,14 @@ SETTINGS: tuple[Setting, ...] = (
         "On SIGTERM or SIGINT, how long in-flight requests may finish before the server exits.",
     ),
     Setting(
+        "VID2CONTEXT_JOB_RETRY_S",
+        "job_retry_s",
+        "int",
+        10,
+        "On the Worker's job queue: seconds before a failed unit of a job is tried again, doubling at "
+        "each attempt up to 90 times this (a rate limit's Retry-After within that); 0 retries at once.",
+    ),
+    Setting(
         "VID2CONTEXT_POLICY",
         "policy",
         "str",
@@ -502,6 +510,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     remote_url: str | None = None
     remote_key: str | None = None
     shutdown_timeout_ms: int = 10_000
+    job_retry_s: int = 10
     policy: str = "free"
     keyless: bool = True
     mcp_tokens: str | None = None

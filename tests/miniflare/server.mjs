@@ -7,6 +7,7 @@
 // SIGINT or when stdin closes (so a parent that dies never leaves it running).
 
 import { fileURLToPath } from "node:url";
+import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { Log, LogLevel, Miniflare } from "miniflare";
 
@@ -27,6 +28,19 @@ const mf = new Miniflare({
   d1Databases: ["DB"],
   kvNamespaces: ["KV"],
   r2Buckets: ["BUCKET"],
+  // Real Queues (workerd's): JOBS sends to vid2context-jobs, whose consumer is this worker; after
+  // maxRetries a message goes to the dead-letter queue, consumed here too. worker.mjs forwards
+  // each batch to the Python consumer the test names (POST /admin/consumer).
+  queueProducers: { JOBS: "vid2context-jobs" },
+  queueConsumers: {
+    "vid2context-jobs": {
+      maxBatchSize: 5,
+      maxBatchTimeout: 1,
+      maxRetries: 3,
+      deadLetterQueue: "vid2context-jobs-dlq",
+    },
+    "vid2context-jobs-dlq": { maxBatchSize: 5, maxBatchTimeout: 1 },
+  },
   d1Persist: persist,
   kvPersist: persist,
   r2Persist: persist,
@@ -52,6 +66,20 @@ async function stop(code) {
 process.on("SIGTERM", () => stop(0));
 process.on("SIGINT", () => stop(0));
 process.stdin.on("end", () => stop(0));
+
+// Control lines on stdin: `SCHEDULED <count> <cron>` fires <count> overlapping Cron events at the
+// worker through Miniflare (as the Cron Trigger would), then prints `SCHEDULED <outcomes>`.
+createInterface({ input: process.stdin }).on("line", async (line) => {
+  const [command, count, ...cron] = line.trim().split(/\s+/);
+  if (command !== "SCHEDULED") return;
+  const worker = await mf.getWorker();
+  const runs = Array.from({ length: Number(count) || 1 }, () =>
+    worker.scheduled({ cron: cron.join(" "), scheduledTime: new Date() }),
+  );
+  const outcomes = await Promise.allSettled(runs);
+  const shown = outcomes.map((o) => (o.status === "fulfilled" ? o.value.outcome : "error")).join(",");
+  process.stdout.write(`SCHEDULED ${shown}\n`);
+});
 process.stdin.on("error", () => stop(0));
 process.stdin.resume();
 

@@ -128,12 +128,28 @@ const routes = {
     };
   },
 
+  // --- Queues ------------------------------------------------------------------------------------
+  "queue/send": async (env, body) => {
+    await env.JOBS.send(body.body, body.options ?? {});
+    return null;
+  },
+  "queue/sendBatch": async (env, body) => {
+    await env.JOBS.sendBatch(body.messages);
+    return null;
+  },
+
   // --- harness -----------------------------------------------------------------------------------
   "admin/reset": async (env) => {
+    consumer = null;
     await Promise.all([resetD1(env.DB), resetKV(env.KV), resetR2(env.BUCKET)]);
     return null;
   },
   "admin/ping": async () => "pong",
+  // Where queue batches and cron events go: the test's Python consumer (tests/queue_bridge.py).
+  "admin/consumer": async (env, body) => {
+    consumer = body.url ?? null;
+    return null;
+  },
 };
 
 // --- harness reset: forget everything, as a fresh deployment would have nothing ---------------------
@@ -171,7 +187,63 @@ async function resetR2(bucket) {
   } while (cursor);
 }
 
+let consumer = null;
+
+// A batch as the Python Worker's queue() sees it, posted to the consumer, which answers one
+// decision per message ({id, ack, delaySeconds}). If the consumer cannot be reached or fails (an
+// isolate died), every message is retried, as the runtime does when queue() throws, once the
+// test has named the next consumer.
+async function forwardBatch(batch) {
+  if (consumer === null) {
+    batch.retryAll({ delaySeconds: 1 });
+    return;
+  }
+  const messages = batch.messages.map((m) => ({ id: m.id, body: m.body, attempts: m.attempts }));
+  let decisions;
+  try {
+    const response = await fetch(`${consumer}/queue`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ queue: batch.queue, messages }),
+    });
+    if (response.status !== 200) throw new Error(`consumer answered ${response.status}`);
+    decisions = (await response.json()).decisions;
+  } catch (error) {
+    // The isolate died with the batch: its messages are retried (an attempt each). Cloudflare
+    // would start another isolate at once; here the test names it, so wait for that first
+    // rather than spend the retries on a consumer that is gone.
+    console.error(`queue: consumer failed: ${error}`);
+    const dead = consumer;
+    for (let waited = 0; consumer === dead && waited < 30_000; waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    batch.retryAll();
+    return;
+  }
+  const byId = new Map(decisions.map((d) => [d.id, d]));
+  for (const message of batch.messages) {
+    const decision = byId.get(message.id);
+    if (decision === undefined) message.retry();
+    else if (decision.ack) message.ack();
+    else message.retry({ delaySeconds: decision.delaySeconds ?? 0 });
+  }
+}
+
 export default {
+  async queue(batch) {
+    await forwardBatch(batch);
+  },
+
+  async scheduled(controller) {
+    if (consumer === null) throw new Error("no consumer for the cron event");
+    const response = await fetch(`${consumer}/scheduled`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ cron: controller.cron, scheduledTime: controller.scheduledTime }),
+    });
+    if (response.status !== 200) throw new Error(`consumer answered ${response.status}`);
+  },
+
   async fetch(request, env) {
     const route = new URL(request.url).pathname.replace(/^\/+/, "");
     const handler = routes[route];
