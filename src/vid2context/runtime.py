@@ -21,6 +21,7 @@ import httpx
 from . import __version__
 from .answers.llm.base import LanguageModel, LlmPlan
 from .answers.llm.rungs import hosted_llms
+from .auth.store import MemoryOAuthStore, OAuthStore
 from .chunking import SttPlan
 from .errors import ErrorCode, VidError
 from .jobs import JobQueue
@@ -108,6 +109,9 @@ class Runtime:
     """The vector index (``search/vectors.py``): sqlite-vec locally, Vectorize on a Worker with a
     ``VECTORS`` binding, memory in ``build_runtime``; ``None`` where there is none (a Worker without
     ``VECTORS``, a Python that cannot load sqlite-vec), and then search is keyword only."""
+    oauth: OAuthStore | None = None
+    """The OAuth server's clients, codes and tokens (``auth/store.py``): SQLite locally, D1 and
+    KV on the Worker, memory in ``build_runtime``."""
     egress: Closeable | None = None
     """Public mode's guard on the local runtime (``egress.Egress``: the filtering proxy that yt-dlp
     and ffmpeg fetch through), closed with the runtime; ``None`` elsewhere. The Worker has none:
@@ -187,6 +191,7 @@ def build_runtime(
         llm=hosted_llms(settings, client),
     )
     runtime.sources.append(UploadProvider(runtime))
+    runtime.oauth = MemoryOAuthStore(runtime.kv)
     return runtime
 
 
@@ -204,7 +209,8 @@ def build_local_runtime(
 
     Local-only modules are imported here, inside the function, so the Worker never loads them.
     """
-    from .storage.sqlite import open_local_stores
+    from .auth.store_sql import SqlOAuthStore
+    from .storage.sqlite import SQLiteSql, open_local_stores
     from .storage.sqlite_vec import open_vector_index
 
     settings = load_settings(os.environ if environ is None else environ)
@@ -219,6 +225,7 @@ def build_local_runtime(
     )
     runtime.egress = egress
     runtime.vectors = open_vector_index(stores.storage.database.path)
+    runtime.oauth = SqlOAuthStore(SQLiteSql(stores.storage.database), stores.kv)
     _add_local_stt(runtime)
     _add_local_embed(runtime)
     _add_local_sources(runtime, egress)
@@ -306,9 +313,10 @@ def build_worker_runtime(env: Any) -> Runtime:
     request is refused with ``too-large`` and a hint (``chunking.PassthroughPrep``).
     """
     from .answers.llm.workers_ai import WorkersAIBindingLlm, WorkersAILlm
+    from .auth.store_sql import EdgeOAuthStore
     from .providers.whisper_workers_ai import WorkersAIBindingWhisper, WorkersAIWhisper
     from .search.embedders.workers_ai import WorkersAIBindingEmbedder, WorkersAIEmbedder
-    from .storage.cloudflare import CloudflareAi, CloudflareKv, CloudflareStorage, R2Blobs
+    from .storage.cloudflare import CloudflareAi, CloudflareKv, CloudflareStorage, D1Sql, R2Blobs
     from .storage.vectorize import VectorizeIndex
 
     settings = load_settings(_worker_environ(env))
@@ -319,6 +327,7 @@ def build_worker_runtime(env: Any) -> Runtime:
         blobs=R2Blobs(env.BUCKET),
         name="worker",
     )
+    runtime.oauth = EdgeOAuthStore(D1Sql(env.DB), runtime.kv)
     vectors = getattr(env, "VECTORS", None)
     runtime.vectors = None if vectors is None else VectorizeIndex(vectors, env.DB)
     ai = getattr(env, "AI", None)
