@@ -97,9 +97,11 @@ class _Registration(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
 
     redirect_uris: list[str]
     client_name: str | None = None
-    token_endpoint_auth_method: str = "client_secret_basic"
-    grant_types: list[str] = msgspec.field(default_factory=lambda: ["authorization_code"])
-    response_types: list[str] = msgspec.field(default_factory=lambda: ["code"])
+    token_endpoint_auth_method: str | None = None
+    """``None``: RFC 7591's default, ``client_secret_basic``."""
+    grant_types: list[str] | None = None
+    """``None``: ``["authorization_code"]``."""
+    response_types: list[str] | None = None
     scope: str | None = None
 
 
@@ -237,7 +239,7 @@ class OAuthServer:
             raise OAuthError(
                 "too_many_requests",
                 f"At most {REGISTRATIONS_PER_HOUR} client registrations an hour from one address.",
-                hint="Register once and keep the client_id; try again after Retry-After seconds.",
+                hint="Wait Retry-After seconds, then repeat the call once; register once and keep the client_id.",
                 status=429,
                 retry_after=3600,
             )
@@ -258,11 +260,13 @@ class OAuthServer:
                     f"Redirect URI refused: {problem}.",
                     hint="Use an https redirect URI, or http to 127.0.0.1 / localhost, without a fragment.",
                 )
-        if asked.token_endpoint_auth_method not in AUTH_METHODS:
+        method = asked.token_endpoint_auth_method or "client_secret_basic"
+        grant_types = asked.grant_types or ["authorization_code"]
+        if method not in AUTH_METHODS:
             raise _metadata_error(f"token_endpoint_auth_method must be one of {', '.join(AUTH_METHODS)}.")
-        if not set(asked.grant_types) <= set(GRANT_TYPES) or "authorization_code" not in asked.grant_types:
+        if not set(grant_types) <= set(GRANT_TYPES) or "authorization_code" not in grant_types:
             raise _metadata_error("grant_types may be authorization_code and refresh_token only.")
-        if asked.response_types != ["code"]:
+        if asked.response_types not in (None, ["code"]):
             raise _metadata_error('response_types must be ["code"].')
         if asked.scope is not None and asked.scope.split() not in ([], [SCOPE]):
             raise _metadata_error('The only scope is "mcp".')
@@ -270,13 +274,13 @@ class OAuthServer:
         if len(name) > MAX_NAME_CHARS:
             raise _metadata_error(f"client_name is at most {MAX_NAME_CHARS} characters.")
         now = self.clock()
-        secret = None if asked.token_endpoint_auth_method == "none" else _now_secret()
+        secret = None if method == "none" else _now_secret()
         client = Client(
             client_id="v2c-" + secrets.token_urlsafe(16),
             client_name=name or "Unnamed client",
             redirect_uris=list(asked.redirect_uris),
-            token_endpoint_auth_method=asked.token_endpoint_auth_method,
-            grant_types=list(asked.grant_types),
+            token_endpoint_auth_method=method,
+            grant_types=list(grant_types),
             secret_hash=None if secret is None else digest(secret),
             created_at=now,
         )
@@ -412,7 +416,7 @@ class OAuthServer:
             raise OAuthError(
                 "unauthorized_client",
                 "This client did not register the refresh_token grant.",
-                hint="Register with grant_types including refresh_token, or authorize again.",
+                hint="Register again with POST /oauth/register, with grant_types including refresh_token.",
             )
         else:
             grant = await self._spend_refresh(form, client)

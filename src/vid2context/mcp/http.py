@@ -333,16 +333,17 @@ class McpHttp:
 
     async def _unauthorized(self, scope: Scope, send: Send, cors: list[tuple[str, str]]) -> None:
         presented = header(scope, b"authorization") is not None
-        hint = "Send Authorization: Bearer <token> with a token from VID2CONTEXT_MCP_TOKENS"
-        challenge = "Bearer"
+        challenge = metadata = "Bearer"
         if self.oauth is not None:
             metadata = self.oauth.origin(_origin_of(scope)) + "/.well-known/oauth-protected-resource/mcp"
             challenge = f'Bearer resource_metadata="{metadata}", scope="mcp"'
-            hint += f", or an OAuth access token (the authorization server is named at {metadata})"
         error = VidError(
             ErrorCode.UNAUTHORIZED,
             "The bearer token is not valid." if presented else "A bearer token is required.",
-            hint=hint + ".",
+            hint=f"Send Authorization: Bearer <token> with a token from VID2CONTEXT_MCP_TOKENS, or an OAuth "
+            f"access token (its authorization server is named at {metadata})."
+            if self.oauth is not None
+            else "Send Authorization: Bearer <token> with a token from VID2CONTEXT_MCP_TOKENS.",
         )
         await send_error(send, error, headers=[("WWW-Authenticate", challenge), *cors])
 

@@ -11,7 +11,16 @@ import posixpath
 import re
 from typing import Any
 
-__all__ = ["HEALTH_PATH", "OPEN_PATHS", "canonical_path", "header", "is_api", "is_preflight", "origin_of", "state_of"]
+__all__ = [
+    "HEALTH_PATH",
+    "OPEN_PATHS",
+    "canonical_path",
+    "header",
+    "is_api",
+    "is_preflight",
+    "origin_of",
+    "state_of",
+]
 
 HEALTH_PATH = "/api/v1/health"
 OPENAPI_PATH = "/api/v1/openapi.json"
