@@ -381,6 +381,9 @@ async def test_a_read_key_cannot_approve(runtimes: Runtimes) -> None:
         "https://app.example/ cb",
         "",
         "https://app.example/" + "a" * 3000,
+        "file:///etc/passwd",
+        "vbscript:msgbox",
+        "cursor:no-host",
     ],
 )
 async def test_a_bad_redirect_uri_is_refused(oauth: Oauth, uri: str) -> None:
@@ -392,6 +395,8 @@ async def test_a_bad_redirect_uri_is_refused(oauth: Oauth, uri: str) -> None:
     "uri",
     [
         "https://claude.ai/api/mcp/auth_callback",
+        "https://chatgpt.com/connector_platform_oauth_redirect",
+        "cursor://anysphere.cursor-mcp/oauth/callback",
         "http://127.0.0.1:33418/cb",
         "http://localhost/cb",
         "http://[::1]:9/",
@@ -403,6 +408,22 @@ async def test_https_and_loopback_redirect_uris_are_accepted(oauth: Oauth, uri: 
     )
     assert response.status_code == 201 and response.json()["redirect_uris"] == [uri]
     assert "client_secret" not in response.json()
+
+
+async def test_an_app_scheme_is_for_public_clients_only(oauth: Oauth) -> None:
+    body = {"redirect_uris": ["cursor://anysphere.cursor-mcp/oauth/callback"]}
+    _error(
+        await oauth.http.post("/oauth/register", json=body), 400, "invalid_redirect_uri"
+    )  # a secret client
+    # Cursor's own registration: three URIs at once, a public client.
+    cursor = [
+        "cursor://anysphere.cursor-mcp/oauth/callback",
+        "https://www.cursor.com/agents/mcp/oauth/callback",
+        "http://localhost:8787/callback",
+    ]
+    client = await oauth.flow.register(redirect_uris=cursor, client_name="Cursor")
+    page = await oauth.flow.consent(oauth.flow.params(client, pkce()[1], redirect_uri=cursor[0]))
+    assert "cursor://anysphere.cursor-mcp" in page.text
 
 
 @pytest.mark.parametrize(
