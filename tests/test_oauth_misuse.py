@@ -21,6 +21,7 @@ import pytest
 
 from vid2context.api import create_app
 from vid2context.auth.server import CODE_TTL_S, REGISTRATIONS_PER_HOUR
+from vid2context.errors import VidError
 
 from .oauth_client import OWNER_KEY, REDIRECT_URI, Flow, form_fields, pkce
 from .runtimes import Runtimes, asgi_lifespan, on_each_runtime_when
@@ -571,3 +572,63 @@ async def test_no_secret_reaches_a_log_line_or_another_response(
     assert logged.err.count('"path"') >= len(responses) - 1  # the access log did write lines
     for secret in secrets_meant:
         assert secret not in logged.out + logged.err, "a secret appears in a log line"
+
+
+# --- settings --------------------------------------------------------------------------------------
+
+
+async def test_oauth_off_serves_none_of_it(runtimes: Runtimes) -> None:
+    runtime = await runtimes.build({"VID2CONTEXT_API_KEYS": OWNER_KEY, "VID2CONTEXT_OAUTH": "0"})
+    app = create_app(runtime, owns_runtime=False)
+    assert app.state.oauth is None
+    async with (
+        asgi_lifespan(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://v2c.test") as http,
+    ):
+        for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server"):
+            assert (await http.get(path)).status_code == 404
+        assert (await http.post("/oauth/register", json={"redirect_uris": [REDIRECT_URI]})).status_code in (
+            404,
+            405,
+        )
+        assert (await http.post("/oauth/token", data={"grant_type": "authorization_code"})).status_code in (
+            404,
+            405,
+        )
+        response = await Flow(http).mcp("anything")
+        assert response.status_code == 401 and response.headers["www-authenticate"] == "Bearer"
+        assert (await Flow(http).mcp(OWNER_KEY)).status_code == 200  # the static tokens still work
+
+
+async def test_the_public_origin_names_issuer_and_resource(runtimes: Runtimes) -> None:
+    settings = {"VID2CONTEXT_API_KEYS": OWNER_KEY, "VID2CONTEXT_PUBLIC_ORIGIN": "https://v2c.example.com/"}
+    app = create_app(await runtimes.build(settings), owns_runtime=False)
+    async with (
+        asgi_lifespan(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://10.0.0.5:8787") as http,
+    ):
+        resource = (await http.get("/.well-known/oauth-protected-resource")).json()
+        assert resource["resource"] == "https://v2c.example.com/mcp"
+        assert resource["authorization_servers"] == ["https://v2c.example.com"]
+        server = (await http.get("/.well-known/oauth-authorization-server")).json()
+        assert server["issuer"] == "https://v2c.example.com"
+        assert server["token_endpoint"] == "https://v2c.example.com/oauth/token"
+        flow = Flow(http)
+        tokens = await flow.tokens(await flow.register())
+        assert (await flow.mcp(tokens["access_token"])).status_code == 200  # bound to the public origin
+        refused = await flow.mcp("wrong")
+        assert (
+            'resource_metadata="https://v2c.example.com/.well-known/' in refused.headers["www-authenticate"]
+        )
+
+
+@pytest.mark.parametrize(
+    "origin", ["v2c.example.com", "ftp://v2c.example.com", "https://v2c.example.com/path", "https://"]
+)
+async def test_a_malformed_public_origin_stops_start_up_naming_the_variable(
+    runtimes: Runtimes, origin: str
+) -> None:
+    runtime = await runtimes.build({"VID2CONTEXT_PUBLIC_ORIGIN": origin})
+    with pytest.raises(VidError) as raised:
+        create_app(runtime)
+    assert "VID2CONTEXT_PUBLIC_ORIGIN" in raised.value.message and origin not in raised.value.message

@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlencode, urlsplit
 
 import msgspec
 
+from ..errors import ErrorCode, VidError
 from .store import Client, Grant, OAuthStore
 
 __all__ = [
@@ -171,9 +172,22 @@ def _is_loopback(host: str) -> bool:
 
 
 def _check_origin(origin: str) -> str:
-    parts = urlsplit(origin)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
-        raise ValueError("VID2CONTEXT_PUBLIC_ORIGIN must be an origin such as https://v2c.example.com")
+    """``VID2CONTEXT_PUBLIC_ORIGIN`` as ``scheme://host[:port]``; ``bad-request`` naming the
+    variable (never its value) when it is not one."""
+    try:
+        parts = urlsplit(origin.strip())
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.path in ("", "/")
+        valid = valid and not parts.query and not parts.fragment and parts.username is None
+        parts.port  # noqa: B018  (raises on a malformed port)
+    except ValueError:
+        valid = False
+    if not valid:
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            "VID2CONTEXT_PUBLIC_ORIGIN is not an origin.",
+            hint="Set VID2CONTEXT_PUBLIC_ORIGIN to scheme and host only, such as https://v2c.example.com, "
+            "or unset it to use each request's own origin.",
+        )
     return f"{parts.scheme}://{parts.netloc}"
 
 
