@@ -20,7 +20,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import ipaddress
 import re
 import secrets
 import time
@@ -31,6 +30,7 @@ from urllib.parse import unquote, urlencode, urlsplit
 
 import msgspec
 
+from ..addresses import AddressClass, host_class
 from ..errors import ErrorCode, VidError
 from .store import Client, Grant, OAuthStore
 
@@ -56,7 +56,6 @@ MAX_URI_CHARS = 2000
 MAX_NAME_CHARS = 200
 AUTH_METHODS = ("none", "client_secret_post", "client_secret_basic")
 GRANT_TYPES = ("authorization_code", "refresh_token")
-_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _PRIVATE_SCHEME = re.compile(r"[a-z][a-z0-9+.-]{1,63}")
 _NEVER_SCHEMES = frozenset(
     {
@@ -152,7 +151,7 @@ def redirect_uri_problem(uri: Any, *, public: bool = True) -> str | None:
         return "a redirect URI carries no user name or password"
     if parts.scheme == "https" and host:
         return None
-    if parts.scheme == "http" and _is_loopback(host):
+    if parts.scheme == "http" and host_class(host) is AddressClass.LOOPBACK:
         return None
     if public and host and _PRIVATE_SCHEME.fullmatch(parts.scheme) and parts.scheme not in _NEVER_SCHEMES:
         return None
@@ -160,15 +159,6 @@ def redirect_uri_problem(uri: Any, *, public: bool = True) -> str | None:
         "a redirect URI is https, http to a loopback address (127.0.0.1, [::1], localhost), or an app's "
         "own scheme with a host (public clients)"
     )
-
-
-def _is_loopback(host: str) -> bool:
-    if host in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _check_origin(origin: str) -> str:
