@@ -37,6 +37,7 @@ class Oauth:
     server: Any
     """The app's ``OAuthServer``: tests move its ``clock``."""
     now: list[float]
+    runtime: Any
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ async def oauth(runtimes: Runtimes) -> AsyncIterator[Oauth]:
     app.state.oauth.clock = lambda: now[0]
     transport = httpx.ASGITransport(app=app, client=("203.0.113.7", 50000))
     async with asgi_lifespan(app), httpx.AsyncClient(transport=transport, base_url="http://v2c.test") as http:
-        yield Oauth(flow=Flow(http), http=http, server=app.state.oauth, now=now)
+        yield Oauth(flow=Flow(http), http=http, server=app.state.oauth, now=now, runtime=runtime)
 
 
 def _error(response: httpx.Response, status: int, code: str) -> None:
@@ -572,6 +573,47 @@ async def test_no_secret_reaches_a_log_line_or_another_response(
     assert logged.err.count('"path"') >= len(responses) - 1  # the access log did write lines
     for secret in secrets_meant:
         assert secret not in logged.out + logged.err, "a secret appears in a log line"
+
+
+# --- the store ------------------------------------------------------------------------------------
+
+
+async def test_the_store_keeps_digests_never_the_secrets(oauth: Oauth, runtimes: Runtimes) -> None:
+    client = await oauth.flow.register(token_endpoint_auth_method="client_secret_post")
+    code, verifier = await oauth.flow.code({**client})
+    data = {"client_secret": client["client_secret"], "redirect_uri": REDIRECT_URI}
+    tokens = (await oauth.flow.exchange(client, code, verifier, **data)).json()
+    secrets = [client["client_secret"], code, tokens["access_token"], tokens["refresh_token"]]
+    if runtimes.kind == "sqlite":
+        held = oauth.runtime.storage.database.path.read_bytes()
+        for wal in oauth.runtime.storage.database.path.parent.glob("*.db-wal"):
+            held += wal.read_bytes()
+        assert b"oauth_grants" in held
+    elif runtimes.kind == "worker":
+        env = runtimes.env_of(oauth.runtime)
+        rows = (await env.DB.prepare("SELECT * FROM oauth_grants").all()).to_py()["results"]
+        clients = (await env.DB.prepare("SELECT * FROM oauth_clients").all()).to_py()["results"]
+        keys = await runtimes.kv_keys(oauth.runtime, "oauth:")
+        held = json.dumps([rows, clients, keys]).encode()
+        assert len(rows) >= 3 and any(key.startswith("oauth:access:") for key in keys)
+    else:
+        store = oauth.runtime.oauth
+        held = repr([store._clients, store._grants]).encode()
+    for secret in secrets:
+        assert secret.encode() not in held
+
+
+async def test_a_single_use_grant_is_spent_once_under_a_race(oauth: Oauth) -> None:
+    from vid2context.auth.store import Grant
+
+    store = oauth.runtime.oauth
+    grant = Grant(kind="code", client_id="c", family="fam", expires_at=oauth.now[0] + 60)
+    await store.put_grant("d" * 64, grant, now=oauth.now[0])
+    spent = await asyncio.gather(*(store.use_grant("d" * 64, "code") for _ in range(8)))
+    assert sorted(first for _, first in spent) == [False] * 7 + [True]
+    assert await store.use_grant("d" * 64, "refresh") is None  # another kind is another grant
+    assert await store.revoke_family("fam") == 1
+    assert await store.use_grant("d" * 64, "code") is None and await store.get_grant("d" * 64, "code") is None
 
 
 # --- settings --------------------------------------------------------------------------------------
