@@ -80,6 +80,19 @@ async def test_discovery_names_the_resource_and_the_endpoints(oauth: Oauth) -> N
     ]
 
 
+async def test_browser_clients_may_read_the_json_endpoints(oauth: Oauth) -> None:
+    for path in ("/.well-known/oauth-authorization-server", "/oauth/register", "/oauth/token"):
+        preflight = await oauth.http.options(
+            path, headers={"Origin": "https://inspector.example", "Access-Control-Request-Method": "POST"}
+        )
+        assert preflight.status_code == 204 and preflight.headers["access-control-allow-origin"] == "*"
+        assert "Content-Type" in preflight.headers["access-control-allow-headers"]
+    answer = await oauth.http.post(
+        "/oauth/token", data={"grant_type": "x"}, headers={"Origin": "https://a.example"}
+    )
+    assert answer.headers["access-control-allow-origin"] == "*"
+
+
 async def test_mcp_answers_401_with_the_resource_metadata(oauth: Oauth) -> None:
     response = await oauth.flow.mcp("not-a-token")
     assert response.status_code == 401
