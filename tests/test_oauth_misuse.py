@@ -260,6 +260,18 @@ async def test_refresh_rotates_and_a_reused_refresh_token_revokes_its_family(oau
     _error(await oauth.flow.refresh(client, second["refresh_token"]), 400, "invalid_grant")
 
 
+async def test_a_refresh_asking_another_scope_spends_nothing(oauth: Oauth) -> None:
+    client = await oauth.flow.register()
+    tokens = await oauth.flow.tokens(client)
+    data = {
+        "grant_type": "refresh_token",
+        "refresh_token": tokens["refresh_token"],
+        "client_id": client["client_id"],
+    }
+    _error(await oauth.http.post("/oauth/token", data={**data, "scope": "admin"}), 400, "invalid_scope")
+    assert (await oauth.flow.refresh(client, tokens["refresh_token"])).status_code == 200
+
+
 async def test_a_refresh_token_belongs_to_its_client(oauth: Oauth) -> None:
     client, other = await oauth.flow.register(), await oauth.flow.register()
     tokens = await oauth.flow.tokens(client)
