@@ -4,7 +4,8 @@ Kinds (``KINDS``):
 
 - ``memory``: ``build_runtime`` as it is, the portable core with memory stores.
 - ``sqlite``: ``build_runtime`` over the local stores (``open_local_stores``: the SQLite library and
-  KV, blobs in files, the sqlite-vec index in the same file) under the test's ``tmp_path``.
+  KV, blobs in files, the sqlite-vec index and the OAuth tables in the same file) under the test's
+  ``tmp_path``.
 - ``worker``: ``build_worker_runtime(env)``, ``env`` being Miniflare's real D1, KV and R2
   (``miniflare_harness.py``) with the settings as the Worker's vars, the D1 schema applied as
   ``wrangler d1 migrations apply`` does, a Vectorize stand-in as ``VECTORS`` (384 dimensions, with
@@ -114,7 +115,8 @@ class Runtimes:
         return runtime
 
     def _sqlite(self, environ: dict[str, str]) -> Runtime:
-        from vid2context.storage.sqlite import open_local_stores
+        from vid2context.auth.store_sql import SqlOAuthStore
+        from vid2context.storage.sqlite import SQLiteSql, open_local_stores
         from vid2context.storage.sqlite_vec import open_vector_index
 
         home = self._tmp_path / f"home{len(self._built)}"
@@ -124,9 +126,11 @@ class Runtimes:
         assert vectors is not None, (
             "sqlite-vec could not be loaded (the local extra installs it and pysqlite3)"
         )
-        return build_runtime(
+        runtime = build_runtime(
             settings, storage=stores.storage, kv=stores.kv, blobs=stores.blobs, vectors=vectors
         )
+        runtime.oauth = SqlOAuthStore(SQLiteSql(stores.storage.database), stores.kv)  # as build_local_runtime
+        return runtime
 
     async def _worker(self, environ: dict[str, str], ai: WorkersAi | None) -> Runtime:
         if self._miniflare is None:

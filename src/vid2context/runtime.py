@@ -21,6 +21,7 @@ import httpx
 from . import __version__
 from .answers.llm.base import LanguageModel, LlmPlan
 from .answers.llm.rungs import hosted_llms
+from .auth.store import MemoryOAuthStore, OAuthStore
 from .chunking import SttPlan
 from .errors import ErrorCode, VidError
 from .jobs import JobQueue
@@ -112,6 +113,9 @@ class Runtime:
     """Who may refresh a due watch list (``watch.WatchClaims``): D1 on the Worker; ``None`` for
     the KV's atomic counter (``watch.KvClaims``), which the local SQLite KV makes safe across
     processes."""
+    oauth: OAuthStore | None = None
+    """The OAuth server's clients, codes and tokens (``auth/store.py``): SQLite locally, D1 and
+    KV on the Worker, memory in ``build_runtime``."""
     egress: Closeable | None = None
     """Public mode's guard on the local runtime (``egress.Egress``: the filtering proxy that yt-dlp
     and ffmpeg fetch through), closed with the runtime; ``None`` elsewhere. The Worker has none:
@@ -191,6 +195,7 @@ def build_runtime(
         llm=hosted_llms(settings, client),
     )
     runtime.sources.append(UploadProvider(runtime))
+    runtime.oauth = MemoryOAuthStore(runtime.kv)
     return runtime
 
 
@@ -208,7 +213,8 @@ def build_local_runtime(
 
     Local-only modules are imported here, inside the function, so the Worker never loads them.
     """
-    from .storage.sqlite import open_local_stores
+    from .auth.store_sql import SqlOAuthStore
+    from .storage.sqlite import SQLiteSql, open_local_stores
     from .storage.sqlite_vec import open_vector_index
 
     settings = load_settings(os.environ if environ is None else environ)
@@ -223,6 +229,7 @@ def build_local_runtime(
     )
     runtime.egress = egress
     runtime.vectors = open_vector_index(stores.storage.database.path)
+    runtime.oauth = SqlOAuthStore(SQLiteSql(stores.storage.database), stores.kv)
     _add_local_stt(runtime)
     _add_local_embed(runtime)
     _add_local_sources(runtime, egress)
@@ -310,9 +317,10 @@ def build_worker_runtime(env: Any) -> Runtime:
     request is refused with ``too-large`` and a hint (``chunking.PassthroughPrep``).
     """
     from .answers.llm.workers_ai import WorkersAIBindingLlm, WorkersAILlm
+    from .auth.store_sql import EdgeOAuthStore
     from .providers.whisper_workers_ai import WorkersAIBindingWhisper, WorkersAIWhisper
     from .search.embedders.workers_ai import WorkersAIBindingEmbedder, WorkersAIEmbedder
-    from .storage.cloudflare import CloudflareAi, CloudflareKv, CloudflareStorage, R2Blobs
+    from .storage.cloudflare import CloudflareAi, CloudflareKv, CloudflareStorage, D1Sql, R2Blobs
     from .storage.vectorize import VectorizeIndex
 
     settings = load_settings(_worker_environ(env))
@@ -323,6 +331,7 @@ def build_worker_runtime(env: Any) -> Runtime:
         blobs=R2Blobs(env.BUCKET),
         name="worker",
     )
+    runtime.oauth = EdgeOAuthStore(D1Sql(env.DB), runtime.kv)
     vectors = getattr(env, "VECTORS", None)
     runtime.vectors = None if vectors is None else VectorizeIndex(vectors, env.DB)
     _add_worker_queue(runtime, env)

@@ -21,6 +21,7 @@ from .health import health
 from .jobs import JOB_ROUTES
 from .library_routes import delete_saved_video, get_saved_video, list_saved_videos, put_saved_video
 from .middleware import build_middleware, wrap
+from .oauth import oauth_routes
 from .openapi import openapi_config
 from .packs import bundle_get, bundle_post, pack_get, pack_post
 from .reading import outline, section
@@ -101,7 +102,8 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
     # at Worker start-up).
     from ..mcp.http import mcp_http
 
-    mcp = mcp_http(runtime)
+    oauth = oauth_routes(runtime) if runtime.settings.oauth else None
+    mcp = mcp_http(runtime, oauth=oauth.server if oauth else None)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
@@ -140,10 +142,11 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             *JOB_ROUTES,
             *ANSWER_ROUTES,
             *mcp.route_handlers,
+            *(oauth.route_handlers if oauth else ()),
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[lifespan, mcp.lifespan],
-        state=State({"runtime": runtime}),
+        state=State({"runtime": runtime, "oauth": oauth.server if oauth else None}),
         openapi_config=openapi_config(runtime.settings),
         logging_config=None,  # the process owns logging; access lines come from api/middleware
     )

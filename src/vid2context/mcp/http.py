@@ -9,12 +9,15 @@ the HTTP API's error body::
     Origin not allowed               403 forbidden   (VID2CONTEXT_CORS_ORIGINS, or the same origin)
     OPTIONS preflight                204 with CORS headers for an allowed origin
     GET or DELETE                    405             (stateless: no SSE stream, no session to end)
-    no or wrong bearer token         401 + WWW-Authenticate: Bearer
+    no or wrong bearer token         401 + WWW-Authenticate: Bearer (with resource_metadata and
+                                     scope="mcp" when OAuth is on)
     over the rate limit              429 + Retry-After (a bucket per token, or per address when open)
 
 Tokens are ``VID2CONTEXT_MCP_TOKENS`` (the ``VID2CONTEXT_API_KEYS`` format); when unset, the API
 keys are taken, so a server whose API needs a key never serves ``/mcp`` open; with neither, ``/mcp``
-is open (and ``vid2context serve`` binds loopback). The rate limit reuses the REST API's token bucket
+is open (and ``vid2context serve`` binds loopback). With OAuth on (``VID2CONTEXT_OAUTH``, the
+default), a live access token of ``auth/server.py`` issued for this server's ``/mcp`` is taken
+too; it opens ``/mcp`` only, never ``/api/*``, and is never sent on to any upstream service. The rate limit reuses the REST API's token bucket
 on ``runtime.kv`` (``VID2CONTEXT_MCP_RATE_LIMIT`` a minute, the whole minute's worth at once).
 
 ``/.well-known/ai-catalog.json`` (and the MCP catalog at ``/.well-known/mcp/catalog.json``) lists
@@ -42,7 +45,8 @@ from litestar.types import Receive, Scope, Send
 from .. import __version__
 from ..api.errors import send_error
 from ..api.middleware._asgi import header
-from ..api.middleware.auth import ApiKey, Auth, parse_api_keys
+from ..api.middleware._asgi import origin_of as _origin_of
+from ..api.middleware.auth import ApiKey, Auth, bearer_token, parse_api_keys
 from ..api.middleware.client import client_ip
 from ..api.middleware.cors import parse_origins
 from ..api.middleware.ratelimit import RateLimit
@@ -52,6 +56,7 @@ from ..runtime import Runtime
 from .identity import PROTOCOL_VERSIONS, SERVER_NAME
 
 if TYPE_CHECKING:
+    from ..auth.server import OAuthServer
     from .server import VidServer
 
 __all__ = ["CARD_MEDIA_TYPE", "McpHttp", "mcp_http"]
@@ -88,14 +93,6 @@ def _host_name(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
-def _origin_of(scope: Scope) -> str:
-    """This server's own origin as the client reached it (scheme and Host header)."""
-    host = (header(scope, b"host") or b"").decode("latin-1").strip()
-    if not host and (server := scope.get("server")):
-        host = f"{server[0]}:{server[1]}"
-    return f"{scope.get('scheme', 'http')}://{host}"
-
-
 @dataclass(frozen=True)
 class _Checks:
     keys: tuple[ApiKey, ...]
@@ -106,9 +103,13 @@ class _Checks:
 class McpHttp:
     """The ``/mcp`` mount: the checks, discovery, and the SDK's Streamable HTTP app behind them."""
 
-    def __init__(self, runtime: Runtime, server: VidServer | None = None) -> None:
+    def __init__(
+        self, runtime: Runtime, server: VidServer | None = None, oauth: OAuthServer | None = None
+    ) -> None:
         settings = runtime.settings
         self.runtime = runtime
+        self.oauth = oauth
+        """Takes its access tokens beside the static ones (``auth/server.py``); ``None``: off."""
         self.server = server
         """Built with the SDK app, on the first MCP message (``_sdk_app``), unless given."""
         keys = parse_api_keys(settings.mcp_tokens) or parse_api_keys(settings.api_keys)
@@ -269,17 +270,10 @@ class McpHttp:
             return
         key_name = None
         if self.auth is not None:
-            key = self.auth.identify(header(scope, b"authorization"))
-            if key is None:
-                presented = header(scope, b"authorization") is not None
-                error = VidError(
-                    ErrorCode.UNAUTHORIZED,
-                    "The bearer token is not valid." if presented else "A bearer token is required.",
-                    hint="Send Authorization: Bearer <token> with a token from VID2CONTEXT_MCP_TOKENS.",
-                )
-                await send_error(send, error, headers=cors)
+            key_name = await self._identify(scope)
+            if key_name is None:
+                await self._unauthorized(scope, send, cors)
                 return
-            key_name = key.name
         if self.limiter is not None:
             who = (
                 f"mcp:key:{key_name}"
@@ -322,6 +316,36 @@ class McpHttp:
         await app(inner, receive, send_with_cors)
 
     # -- checks -------------------------------------------------------------------------------------
+
+    async def _identify(self, scope: Scope) -> str | None:
+        """Who the bearer token names: a static token's name, ``oauth:<client_id>`` for a live
+        OAuth access token issued for this server's ``/mcp``, or ``None``."""
+        assert self.auth is not None
+        authorization = header(scope, b"authorization")
+        key = self.auth.identify(authorization)
+        if key is not None:
+            return key.name
+        token = bearer_token(authorization)
+        if self.oauth is None or token is None:
+            return None
+        grant = await self.oauth.check_access(token.decode("ascii"), _origin_of(scope))
+        return None if grant is None else "oauth:" + grant.client_id
+
+    async def _unauthorized(self, scope: Scope, send: Send, cors: list[tuple[str, str]]) -> None:
+        presented = header(scope, b"authorization") is not None
+        challenge = metadata = "Bearer"
+        if self.oauth is not None:
+            metadata = self.oauth.origin(_origin_of(scope)) + "/.well-known/oauth-protected-resource/mcp"
+            challenge = f'Bearer resource_metadata="{metadata}", scope="mcp"'
+        error = VidError(
+            ErrorCode.UNAUTHORIZED,
+            "The bearer token is not valid." if presented else "A bearer token is required.",
+            hint=f"Send Authorization: Bearer <token> with a token from VID2CONTEXT_MCP_TOKENS, or an OAuth "
+            f"access token (its authorization server is named at {metadata})."
+            if self.oauth is not None
+            else "Send Authorization: Bearer <token> with a token from VID2CONTEXT_MCP_TOKENS.",
+        )
+        await send_error(send, error, headers=[("WWW-Authenticate", challenge), *cors])
 
     def _host_allowed(self, scope: Scope) -> bool:
         """Every Host is fine unless the server listens on loopback; then loopback names or
@@ -453,9 +477,12 @@ class McpRoutes:
     lifespan: Any
 
 
-def mcp_http(runtime: Runtime, server: VidServer | None = None) -> McpRoutes:
-    """The ``/mcp`` mount and the discovery routes for ``runtime``."""
-    glue = McpHttp(runtime, server)
+def mcp_http(
+    runtime: Runtime, server: VidServer | None = None, oauth: OAuthServer | None = None
+) -> McpRoutes:
+    """The ``/mcp`` mount and the discovery routes for ``runtime``; ``oauth``: its tokens open
+    ``/mcp`` too."""
+    glue = McpHttp(runtime, server, oauth)
 
     @asgi(path="/mcp", is_mount=True, copy_scope=True)
     async def mcp_mount(scope: Scope, receive: Receive, send: Send) -> None:
