@@ -114,7 +114,7 @@ class Runtimes:
         return runtime
 
     def _sqlite(self, environ: dict[str, str]) -> Runtime:
-        from vid2context.storage.sqlite import open_local_stores
+        from vid2context.storage.sqlite import SQLiteSql, open_local_stores
         from vid2context.storage.sqlite_vec import open_vector_index
 
         home = self._tmp_path / f"home{len(self._built)}"
@@ -124,9 +124,11 @@ class Runtimes:
         assert vectors is not None, (
             "sqlite-vec could not be loaded (the local extra installs it and pysqlite3)"
         )
-        return build_runtime(
+        runtime = build_runtime(
             settings, storage=stores.storage, kv=stores.kv, blobs=stores.blobs, vectors=vectors
         )
+        runtime.sql = SQLiteSql(stores.storage.database)
+        return runtime
 
     async def _worker(self, environ: dict[str, str], ai: WorkersAi | None) -> Runtime:
         if self._miniflare is None:

@@ -108,6 +108,10 @@ class Runtime:
     """The vector index (``search/vectors.py``): sqlite-vec locally, Vectorize on a Worker with a
     ``VECTORS`` binding, memory in ``build_runtime``; ``None`` where there is none (a Worker without
     ``VECTORS``, a Python that cannot load sqlite-vec), and then search is keyword only."""
+    sql: Any = None
+    """The library's database for tables beside the library's own (hosted mode's accounts): a
+    ``rows``/``run`` executor, ``storage.sqlite.SQLiteSql`` locally and ``storage.cloudflare.D1Sql``
+    on a Worker; ``None`` with memory storage, where accounts live in memory."""
     egress: Closeable | None = None
     """Public mode's guard on the local runtime (``egress.Egress``: the filtering proxy that yt-dlp
     and ffmpeg fetch through), closed with the runtime; ``None`` elsewhere. The Worker has none:
@@ -204,7 +208,7 @@ def build_local_runtime(
 
     Local-only modules are imported here, inside the function, so the Worker never loads them.
     """
-    from .storage.sqlite import open_local_stores
+    from .storage.sqlite import SQLiteSql, open_local_stores
     from .storage.sqlite_vec import open_vector_index
 
     settings = load_settings(os.environ if environ is None else environ)
@@ -218,6 +222,7 @@ def build_local_runtime(
         settings, storage=stores.storage, kv=stores.kv, blobs=stores.blobs, http=http, name="local"
     )
     runtime.egress = egress
+    runtime.sql = SQLiteSql(stores.storage.database)
     runtime.vectors = open_vector_index(stores.storage.database.path)
     _add_local_stt(runtime)
     _add_local_embed(runtime)
@@ -308,7 +313,7 @@ def build_worker_runtime(env: Any) -> Runtime:
     from .answers.llm.workers_ai import WorkersAIBindingLlm, WorkersAILlm
     from .providers.whisper_workers_ai import WorkersAIBindingWhisper, WorkersAIWhisper
     from .search.embedders.workers_ai import WorkersAIBindingEmbedder, WorkersAIEmbedder
-    from .storage.cloudflare import CloudflareAi, CloudflareKv, CloudflareStorage, R2Blobs
+    from .storage.cloudflare import CloudflareAi, CloudflareKv, CloudflareStorage, D1Sql, R2Blobs
     from .storage.vectorize import VectorizeIndex
 
     settings = load_settings(_worker_environ(env))
@@ -319,6 +324,7 @@ def build_worker_runtime(env: Any) -> Runtime:
         blobs=R2Blobs(env.BUCKET),
         name="worker",
     )
+    runtime.sql = D1Sql(env.DB)
     vectors = getattr(env, "VECTORS", None)
     runtime.vectors = None if vectors is None else VectorizeIndex(vectors, env.DB)
     ai = getattr(env, "AI", None)

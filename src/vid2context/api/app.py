@@ -12,6 +12,7 @@ from litestar.datastructures import State
 
 from ..held import Held
 from ..runtime import Runtime
+from .accounts import ACCOUNT_ROUTES
 from .answers import ANSWER_ROUTES
 from .ask import ASK_ROUTES
 from .catalog import formats, models
@@ -96,12 +97,17 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
     (``api/middleware``) wraps Litestar's whole handler, so it sees unknown routes too; a
     malformed ``VID2CONTEXT_API_KEYS`` fails here.
     """
-    middleware = build_middleware(runtime)
+    hosted = None
+    if runtime.settings.hosted:
+        from ..auth.hosted import Hosted
+
+        hosted = Hosted(runtime)
+    middleware = build_middleware(runtime, hosted=hosted)
     # Imported here, never at module top: the MCP SDK draws random numbers at import (not allowed
     # at Worker start-up).
     from ..mcp.http import mcp_http
 
-    mcp = mcp_http(runtime)
+    mcp = mcp_http(runtime, hosted=hosted)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
@@ -138,11 +144,12 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             upload,
             *JOB_ROUTES,
             *ANSWER_ROUTES,
+            *ACCOUNT_ROUTES,
             *mcp.route_handlers,
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[lifespan, mcp.lifespan],
-        state=State({"runtime": runtime}),
+        state=State({"runtime": runtime, "hosted": hosted}),
         openapi_config=openapi_config(runtime.settings),
         logging_config=None,  # the process owns logging; access lines come from api/middleware
     )

@@ -46,6 +46,7 @@ from ..api.middleware.auth import ApiKey, Auth, parse_api_keys
 from ..api.middleware.client import client_ip
 from ..api.middleware.cors import parse_origins
 from ..api.middleware.ratelimit import RateLimit
+from ..ctx import METER
 from ..errors import ErrorCode, VidError
 from ..held import Held
 from ..runtime import Runtime
@@ -106,7 +107,7 @@ class _Checks:
 class McpHttp:
     """The ``/mcp`` mount: the checks, discovery, and the SDK's Streamable HTTP app behind them."""
 
-    def __init__(self, runtime: Runtime, server: VidServer | None = None) -> None:
+    def __init__(self, runtime: Runtime, server: VidServer | None = None, hosted: Any = None) -> None:
         settings = runtime.settings
         self.runtime = runtime
         self.server = server
@@ -119,7 +120,17 @@ class McpHttp:
                 part.strip().lower() for part in (settings.mcp_allowed_hosts or "").split(",") if part.strip()
             ),
         )
-        self.auth = Auth(self._unused, keys=keys) if keys else None
+        self.auth = (
+            Auth(
+                self._unused,
+                keys=keys,
+                hosted=hosted,  # hosted mode: account keys too, and /mcp is never open
+                worker=runtime.name == "worker",
+                trust_proxy=settings.trust_proxy,
+            )
+            if keys or hosted is not None
+            else None
+        )
         rate = settings.mcp_rate_limit
         self.limiter = (
             RateLimit(
@@ -268,8 +279,9 @@ class McpHttp:
             await send_error(send, error, status=405, headers=[("Allow", "POST, OPTIONS"), *cors], head=head)
             return
         key_name = None
+        meter = None
         if self.auth is not None:
-            key = self.auth.identify(header(scope, b"authorization"))
+            key = await self.auth.caller(scope, cookies=False)
             if key is None:
                 presented = header(scope, b"authorization") is not None
                 error = VidError(
@@ -280,6 +292,8 @@ class McpHttp:
                 await send_error(send, error, headers=cors)
                 return
             key_name = key.name
+            if self.auth.hosted is not None and not isinstance(key, ApiKey):
+                meter = self.auth.hosted.meter(key, client_ip(scope, worker=self.runtime.name == "worker"))
         if self.limiter is not None:
             who = (
                 f"mcp:key:{key_name}"
@@ -319,7 +333,11 @@ class McpHttp:
                 message = {**message, "headers": [*(message.get("headers") or ()), *raw_cors]}
             await send(message)
 
-        await app(inner, receive, send_with_cors)
+        token = METER.set(meter)  # the tools' Ctx count against the account (hosted mode)
+        try:
+            await app(inner, receive, send_with_cors)
+        finally:
+            METER.reset(token)
 
     # -- checks -------------------------------------------------------------------------------------
 
@@ -453,9 +471,10 @@ class McpRoutes:
     lifespan: Any
 
 
-def mcp_http(runtime: Runtime, server: VidServer | None = None) -> McpRoutes:
-    """The ``/mcp`` mount and the discovery routes for ``runtime``."""
-    glue = McpHttp(runtime, server)
+def mcp_http(runtime: Runtime, server: VidServer | None = None, hosted: Any = None) -> McpRoutes:
+    """The ``/mcp`` mount and the discovery routes for ``runtime`` (``hosted``: hosted mode's
+    ``auth.hosted.Hosted``, whose account keys open ``/mcp`` too)."""
+    glue = McpHttp(runtime, server, hosted)
 
     @asgi(path="/mcp", is_mount=True, copy_scope=True)
     async def mcp_mount(scope: Scope, receive: Receive, send: Send) -> None:

@@ -48,6 +48,7 @@ __all__ = [
     "CloudflareAi",
     "CloudflareKv",
     "CloudflareStorage",
+    "D1Sql",
     "R2Blobs",
 ]
 
@@ -393,6 +394,20 @@ class CloudflareStorage:
 
     async def close(self) -> None:
         """Nothing to release: the bindings belong to the Worker."""
+
+
+class D1Sql:
+    """``auth.store_sql.Sql`` on ``env.DB``: the OAuth server's tables in the library's D1."""
+
+    def __init__(self, db: Any) -> None:
+        self._d1 = _D1(db)
+
+    async def rows(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
+        return await self._d1.all(sql, params)
+
+    async def run(self, sql: str, params: Iterable[Any] = ()) -> int:
+        result = _py(await self._d1.statement(sql, params).run())
+        return int((result.get("meta") or {}).get("changes") or 0)
 
 
 class CloudflareKv:

@@ -24,12 +24,12 @@ import queue
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
@@ -46,6 +46,7 @@ __all__ = [
     "LocalStores",
     "SQLiteDatabase",
     "SQLiteKv",
+    "SQLiteSql",
     "SQLiteStorage",
     "apply_migrations",
     "find_migrations",
@@ -517,6 +518,20 @@ class FileBlobs:
             return sorted(keys)
 
         return await asyncio.to_thread(work)
+
+
+class SQLiteSql:
+    """``auth.store_sql.Sql`` on the library's database: the OAuth server's tables live in the
+    same file, changed on the writer thread, read on the readers."""
+
+    def __init__(self, database: SQLiteDatabase) -> None:
+        self.database = database
+
+    async def rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        return await self.database.read(lambda conn: [dict(row) for row in conn.execute(sql, params)])
+
+    async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return await self.database.write(lambda conn: conn.execute(sql, params).rowcount)
 
 
 class LocalStores(NamedTuple):
