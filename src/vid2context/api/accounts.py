@@ -13,7 +13,7 @@ from typing import Annotated
 
 from litestar import Request, Response, delete, get, post
 from litestar.datastructures import Cookie
-from litestar.params import JSONBody, Parameter
+from litestar.params import JSONBody, Parameter, QueryParameter
 from litestar.response import Redirect
 
 from ..auth.accounts import CreatedKey, KeyList, Me, NewKeyRequest, Usage
@@ -24,6 +24,7 @@ from .params import BODY_ERRORS, decode_body
 __all__ = ["ACCOUNT_ROUTES"]
 
 _NO_STORE = {"Cache-Control": "no-store"}
+KeyIdPath = Annotated[str, Parameter(description="The key's id (key_...), as GET /api/v1/me/keys lists it.")]
 
 
 def _hosted(request: Request) -> Hosted:
@@ -65,7 +66,11 @@ def _cookie(made: SetCookie) -> Cookie:
 
 @get("/api/v1/auth/github/login", status_code=302)
 async def github_login(
-    request: Request, next_path: Annotated[str | None, Parameter(query="next", max_length=2048)] = None
+    request: Request,
+    next_path: Annotated[
+        str | None,
+        QueryParameter(name="next", max_length=2048, description="A path on this server to return to."),
+    ] = None,
 ) -> Redirect:
     """Sign in with GitHub: a redirect to GitHub's authorize page; ``next`` is a path on this server
     to come back to (default ``/api/v1/me``)."""
@@ -76,9 +81,9 @@ async def github_login(
 @get("/api/v1/auth/github/callback", status_code=302)
 async def github_callback(
     request: Request,
-    code: Annotated[str | None, Parameter(max_length=256)] = None,
-    state_value: Annotated[str | None, Parameter(query="state", max_length=128)] = None,
-    error: Annotated[str | None, Parameter(max_length=256)] = None,
+    code: Annotated[str | None, QueryParameter(max_length=256)] = None,
+    state_value: Annotated[str | None, QueryParameter(name="state", max_length=128)] = None,
+    error: Annotated[str | None, QueryParameter(max_length=256)] = None,
 ) -> Redirect:
     """Where GitHub sends the browser back: sets the session cookie and redirects to ``next``."""
     hosted = _hosted(request)
@@ -128,7 +133,7 @@ async def create_key(request: Request, data: JSONBody[NewKeyRequest]) -> Respons
 
 
 @delete("/api/v1/me/keys/{key_id:str}", status_code=204)
-async def delete_key(request: Request, key_id: str) -> None:
+async def delete_key(request: Request, key_id: KeyIdPath) -> None:
     """Delete one of the account's keys; it stops working at once."""
     hosted, principal = _principal(request)
     if len(key_id) > 64 or not await hosted.store.delete_key(principal.account.id, key_id):
