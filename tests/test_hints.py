@@ -33,9 +33,18 @@ from .youtube_replay import httpx_callback
 pytestmark = [pytest.mark.anyio, pytest.mark.httpx_mock(assert_all_responses_were_requested=False)]
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "vid2context"
-REST_ONLY = ("api/", "jobs.py", "job_kinds.py", "cli.py", "site.py", "site_files.py", "settings.py")
-"""Modules no MCP call runs: the REST app, the REST job queue and its kinds, the CLI, the docs site
-and the settings' help texts (the configuration page)."""
+REST_ONLY = (
+    "api/",
+    "jobs.py",
+    "job_kinds.py",
+    "cli.py",
+    "site.py",
+    "site_files.py",
+    "settings.py",
+    "auth/signin.py",
+)
+"""Modules no MCP call runs: the REST app, the REST job queue and its kinds, the CLI, the docs site,
+the settings' help texts (the configuration page) and hosted mode's GitHub sign-in (browsers only)."""
 _TOOL = re.compile(r"\b(" + "|".join(sorted(TOOLS)) + r")\b")
 
 

@@ -471,7 +471,7 @@ async def test_too_many_keys(runtimes: Runtimes, github: FakeGitHub) -> None:
                 await browser.request("POST", "/api/v1/me/keys", json={"name": f"k{n}"})
             ).status_code == 201
         over = await browser.request("POST", "/api/v1/me/keys", json={"name": "one more"})
-        assert over.status_code == 400 and "Delete a key" in over.json()["error"]["hint"]
+        assert over.status_code == 400 and "Remove a key" in over.json()["error"]["hint"]
 
 
 # --- quotas ---------------------------------------------------------------------------------------

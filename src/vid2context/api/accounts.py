@@ -17,7 +17,8 @@ from litestar.params import JSONBody, Parameter, QueryParameter
 from litestar.response import Redirect
 
 from ..auth.accounts import CreatedKey, KeyList, Me, NewKeyRequest, Usage
-from ..auth.hosted import Hosted, Principal, SetCookie
+from ..auth.hosted import Hosted, Principal
+from ..auth.signin import CALLBACK_PATH, STATE_COOKIE, SetCookie
 from ..errors import ErrorCode, VidError
 from .params import BODY_ERRORS, decode_body
 
@@ -74,7 +75,7 @@ async def github_login(
 ) -> Redirect:
     """Sign in with GitHub: a redirect to GitHub's authorize page; ``next`` is a path on this server
     to come back to (default ``/api/v1/me``)."""
-    url, state_cookie = await _hosted(request).begin(request.scope, next_path)
+    url, state_cookie = await _hosted(request).signin.begin(request.scope, next_path)
     return Redirect(url, status_code=302, cookies=[_cookie(state_cookie)], headers=_NO_STORE)
 
 
@@ -87,8 +88,8 @@ async def github_callback(
 ) -> Redirect:
     """Where GitHub sends the browser back: sets the session cookie and redirects to ``next``."""
     hosted = _hosted(request)
-    next_path, session = await hosted.finish(request.scope, state=state_value, code=code, error=error)
-    cleared = SetCookie("v2c_signin", "", "/api/v1/auth/github/callback", 0)
+    next_path, session = await hosted.signin.finish(request.scope, state=state_value, code=code, error=error)
+    cleared = SetCookie(STATE_COOKIE, "", CALLBACK_PATH, 0)
     return Redirect(
         next_path, status_code=302, cookies=[_cookie(session), _cookie(cleared)], headers=_NO_STORE
     )
@@ -97,7 +98,7 @@ async def github_callback(
 @post("/api/v1/auth/logout", status_code=204)
 async def logout(request: Request) -> Response[None]:
     """Sign out: the session is forgotten and its cookie cleared."""
-    cleared = await _hosted(request).sign_out(request.scope)
+    cleared = await _hosted(request).signin.sign_out(request.scope)
     return Response(None, status_code=204, cookies=[_cookie(cleared)])
 
 

@@ -224,14 +224,14 @@ class Auth:
             error = VidError(
                 ErrorCode.FORBIDDEN,
                 f"An account may read; {method} {path[:100]} changes the shared library.",
-                hint="Tell the user accounts may read videos, search, ask and build packs, but not change "
-                "the library; do not retry with this key.",
+                hint="Tell the user an account's keys and sign-ins only read: changing the shared library "
+                "takes one of the server's own keys (VID2CONTEXT_API_KEYS); do not retry with this key.",
             )
             await self._refuse(scope, send, error)
             return
         origin = header(scope, b"origin")
         if principal.via == "session" and method not in _SAFE_METHODS and origin is not None:
-            from ...auth.hosted import request_origin
+            from ...auth.signin import request_origin
 
             if origin.decode("latin-1").rstrip("/").lower() != request_origin(scope).lower():
                 error = VidError(
