@@ -53,6 +53,12 @@ _CODE = re.compile(r"`[^`]*`")
 _QUOTED = re.compile(r"`([a-zA-Z][a-zA-Z_-]*)`")
 _HEADERS = frozenset({"Authorization", "Content-Length", "Content-Type", "Last-Event-ID", "If-None-Match"})
 """Request headers are a REST call's arguments too."""
+OAUTH_PARAMETERS = frozenset(
+    {"grant_type", "code", "code_verifier", "redirect_uri", "client_id", "client_secret", "refresh_token"}
+    | {"token", "resource", "scope", "state", "code_challenge", "code_challenge_method", "response_type"}
+    | {"redirect_uris", "grant_types", "token_endpoint_auth_method", "client_name", "owner_key"}
+)
+"""The parameters of the OAuth endpoints (RFC 6749, 7591, 7009), which OpenAPI does not list."""
 _AGAIN = re.compile(r"\brepeat (?:the|this|that) call\b|\bthe same call again\b", re.IGNORECASE)
 """Calling again is the step for a call that was canceled or ran out of time."""
 _CORRECTION = re.compile(
@@ -120,6 +126,10 @@ async def _collect() -> dict[str, Surface]:
     # Served by the app beside the OpenAPI routes: the MCP endpoint and its server card, which the
     # HTTP transport's own answers name to the client software.
     routes |= {("POST", "/mcp"), ("GET", "/mcp/server-card")}
+    # And the OAuth server (api/oauth.py), whose answers name its own endpoints and parameters.
+    routes |= {("GET", "/oauth/authorize"), ("POST", "/oauth/authorize")}
+    routes |= {("POST", f"/oauth/{name}") for name in ("register", "token", "revoke")}
+    parameters |= OAUTH_PARAMETERS
     return {
         "rest": Surface("rest", arguments=frozenset(parameters | _HEADERS), routes=frozenset(routes)),
         "mcp": Surface(

@@ -4,7 +4,8 @@ Kinds (``KINDS``):
 
 - ``memory``: ``build_runtime`` as it is, the portable core with memory stores.
 - ``sqlite``: ``build_runtime`` over the local stores (``open_local_stores``: the SQLite library and
-  KV, blobs in files, the sqlite-vec index in the same file) under the test's ``tmp_path``.
+  KV, blobs in files, the sqlite-vec index and the OAuth tables in the same file) under the test's
+  ``tmp_path``.
 - ``worker``: ``build_worker_runtime(env)``, ``env`` being Miniflare's real D1, KV and R2
   (``miniflare_harness.py``) with the settings as the Worker's vars, the D1 schema applied as
   ``wrangler d1 migrations apply`` does, a Vectorize stand-in as ``VECTORS`` (384 dimensions, with
@@ -114,6 +115,7 @@ class Runtimes:
         return runtime
 
     def _sqlite(self, environ: dict[str, str]) -> Runtime:
+        from vid2context.auth.store_sql import SqlOAuthStore
         from vid2context.storage.sqlite import SQLiteSql, open_local_stores
         from vid2context.storage.sqlite_vec import open_vector_index
 
@@ -128,6 +130,7 @@ class Runtimes:
             settings, storage=stores.storage, kv=stores.kv, blobs=stores.blobs, vectors=vectors
         )
         runtime.sql = SQLiteSql(stores.storage.database)
+        runtime.oauth = SqlOAuthStore(SQLiteSql(stores.storage.database), stores.kv)  # as build_local_runtime
         return runtime
 
     async def _worker(self, environ: dict[str, str], ai: WorkersAi | None) -> Runtime:

@@ -321,7 +321,7 @@ async def test_the_rest_call_answers_its_code_and_a_step_rest_has(world: World, 
 # --- every hint in the source ----------------------------------------------------------------------
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "vid2context"
-REST_ONLY = ("api/", "jobs.py", "job_kinds.py", "cli.py", "site.py", "site_files.py", "settings.py")
+REST_ONLY = ("api/", "auth/", "jobs.py", "job_kinds.py", "cli.py", "site.py", "site_files.py", "settings.py")
 """Modules whose hints only REST clients (and the CLI) read; ``mcp/`` ones only MCP clients."""
 _HINT_NAME = re.compile(r"^_?(?:[A-Z]+_)*HINT(?:_[A-Z]+)*$")
 

@@ -240,7 +240,10 @@ def test_a_valid_token_reaches_the_sdk(server: str) -> None:
 def test_a_missing_or_wrong_token_is_401(server: str, token: str | None) -> None:
     response = _post(server, token=token)
     assert response.status_code == 401
-    assert response.headers["www-authenticate"] == "Bearer"
+    metadata = server + "/.well-known/oauth-protected-resource/mcp"  # OAuth is on by default
+    assert response.headers.get_list("www-authenticate") == [
+        f'Bearer resource_metadata="{metadata}", scope="mcp"'
+    ]
     _is_error_body(response, "unauthorized")
 
 

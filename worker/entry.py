@@ -1,6 +1,6 @@
 """The Cloudflare Python Worker: a thin shim from ``fetch`` to the same ASGI apps the local server runs.
 
-``/api/*``, ``/mcp`` (with ``/mcp/server-card``) and ``/.well-known/*`` go to the Litestar app of
+``/api/*``, ``/mcp`` (with ``/mcp/server-card``), ``/oauth/*`` and ``/.well-known/*`` go to the Litestar app of
 ``vid2context.api``; everything else is the docs site, answered by ``vid2context.site`` from the
 ``ASSETS`` binding (Markdown or HTML by the ``Accept`` header). Both go through
 ``workers.asgi.fetch``, which runs the app's lifespan around every request: the runtime (D1, KV,

@@ -21,6 +21,7 @@ import httpx
 from . import __version__
 from .answers.llm.base import LanguageModel, LlmPlan
 from .answers.llm.rungs import hosted_llms
+from .auth.store import MemoryOAuthStore, OAuthStore
 from .chunking import SttPlan
 from .errors import ErrorCode, VidError
 from .jobs import JobQueue
@@ -112,6 +113,9 @@ class Runtime:
     """The library's database for tables beside the library's own (hosted mode's accounts): a
     ``rows``/``run`` executor, ``storage.sqlite.SQLiteSql`` locally and ``storage.cloudflare.D1Sql``
     on a Worker; ``None`` with memory storage, where accounts live in memory."""
+    oauth: OAuthStore | None = None
+    """The OAuth server's clients, codes and tokens (``auth/store.py``): SQLite locally, D1 and
+    KV on the Worker, memory in ``build_runtime``."""
     egress: Closeable | None = None
     """Public mode's guard on the local runtime (``egress.Egress``: the filtering proxy that yt-dlp
     and ffmpeg fetch through), closed with the runtime; ``None`` elsewhere. The Worker has none:
@@ -191,6 +195,7 @@ def build_runtime(
         llm=hosted_llms(settings, client),
     )
     runtime.sources.append(UploadProvider(runtime))
+    runtime.oauth = MemoryOAuthStore(runtime.kv)
     return runtime
 
 
@@ -208,6 +213,7 @@ def build_local_runtime(
 
     Local-only modules are imported here, inside the function, so the Worker never loads them.
     """
+    from .auth.store_sql import SqlOAuthStore
     from .storage.sqlite import SQLiteSql, open_local_stores
     from .storage.sqlite_vec import open_vector_index
 
@@ -224,6 +230,7 @@ def build_local_runtime(
     runtime.egress = egress
     runtime.sql = SQLiteSql(stores.storage.database)
     runtime.vectors = open_vector_index(stores.storage.database.path)
+    runtime.oauth = SqlOAuthStore(SQLiteSql(stores.storage.database), stores.kv)
     _add_local_stt(runtime)
     _add_local_embed(runtime)
     _add_local_sources(runtime, egress)
@@ -311,6 +318,7 @@ def build_worker_runtime(env: Any) -> Runtime:
     request is refused with ``too-large`` and a hint (``chunking.PassthroughPrep``).
     """
     from .answers.llm.workers_ai import WorkersAIBindingLlm, WorkersAILlm
+    from .auth.store_sql import EdgeOAuthStore
     from .providers.whisper_workers_ai import WorkersAIBindingWhisper, WorkersAIWhisper
     from .search.embedders.workers_ai import WorkersAIBindingEmbedder, WorkersAIEmbedder
     from .storage.cloudflare import CloudflareAi, CloudflareKv, CloudflareStorage, D1Sql, R2Blobs
@@ -325,6 +333,7 @@ def build_worker_runtime(env: Any) -> Runtime:
         name="worker",
     )
     runtime.sql = D1Sql(env.DB)
+    runtime.oauth = EdgeOAuthStore(D1Sql(env.DB), runtime.kv)
     vectors = getattr(env, "VECTORS", None)
     runtime.vectors = None if vectors is None else VectorizeIndex(vectors, env.DB)
     ai = getattr(env, "AI", None)

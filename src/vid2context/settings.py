@@ -209,6 +209,23 @@ SETTINGS: tuple[Setting, ...] = (
         "loopback (behind a tunnel or proxy).",
     ),
     Setting(
+        "VID2CONTEXT_OAUTH",
+        "oauth",
+        "bool",
+        True,
+        "The OAuth 2.1 authorization server for /mcp (discovery, /oauth/register, authorize, token, "
+        "revoke), so connectors can be added by URL; the owner approves with an admin key of "
+        "VID2CONTEXT_API_KEYS. 0 turns it all off (/mcp then takes only VID2CONTEXT_MCP_TOKENS).",
+    ),
+    Setting(
+        "VID2CONTEXT_PUBLIC_ORIGIN",
+        "public_origin",
+        "str",
+        None,
+        "The server's public origin (https://v2c.example.com), used for the OAuth issuer and the /mcp "
+        "resource URL behind a proxy or on a custom domain; unset: each request's own origin.",
+    ),
+    Setting(
         "VID2CONTEXT_FILE_ROOTS",
         "file_roots",
         "str",
@@ -548,6 +565,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     mcp_rate_limit: int = 120
     mcp_max_tokens: int = 20_000
     mcp_allowed_hosts: str | None = None
+    oauth: bool = True
+    public_origin: str | None = None
     file_roots: str | None = None
     ytdlp: str | None = None
     ytdlp_cookies: str | None = None

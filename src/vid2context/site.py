@@ -70,9 +70,9 @@ class SiteReader(Protocol):
 
 
 def is_app_path(path: str) -> bool:
-    """True for what the API app serves: ``/api/*``, ``/mcp`` (and ``/mcp/server-card``) and
-    ``/.well-known/*``; everything else is the site."""
-    return path in ("/api", "/mcp") or path.startswith(("/api/", "/mcp/", "/.well-known/"))
+    """True for what the API app serves: ``/api/*``, ``/mcp`` (and ``/mcp/server-card``),
+    ``/oauth/*`` and ``/.well-known/*``; everything else is the site."""
+    return path in ("/api", "/mcp") or path.startswith(("/api/", "/mcp/", "/oauth/", "/.well-known/"))
 
 
 def _ranges(accept: str) -> list[tuple[str, str, float]]:

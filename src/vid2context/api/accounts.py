@@ -17,6 +17,7 @@ from litestar.params import JSONBody, Parameter, QueryParameter
 from litestar.response import Redirect
 
 from ..auth.accounts import CreatedKey, KeyList, Me, NewKeyRequest, Usage
+from ..auth.consent_github import authorize_return_path
 from ..auth.hosted import Hosted, Principal
 from ..auth.signin import CALLBACK_PATH, STATE_COOKIE, SetCookie
 from ..errors import ErrorCode, VidError
@@ -95,6 +96,17 @@ async def github_callback(
     )
 
 
+@get("/api/v1/auth/github/consent", status_code=302)
+async def github_consent(request: Request) -> Redirect:
+    """The OAuth consent page's "Sign in with GitHub" button: signs in, then shows that consent
+    page again (the authorize request's fields come as the query)."""
+    fields = [
+        (name, value[:2048]) for name, value in request.query_params.multi_items() if isinstance(value, str)
+    ]
+    url, state_cookie = await _hosted(request).signin.begin(request.scope, authorize_return_path(fields))
+    return Redirect(url, status_code=302, cookies=[_cookie(state_cookie)], headers=_NO_STORE)
+
+
 @post("/api/v1/auth/logout", status_code=204)
 async def logout(request: Request) -> Response[None]:
     """Sign out: the session is forgotten and its cookie cleared."""
@@ -145,4 +157,14 @@ async def delete_key(request: Request, key_id: KeyIdPath) -> None:
         )
 
 
-ACCOUNT_ROUTES = [github_login, github_callback, logout, me, me_usage, list_keys, create_key, delete_key]
+ACCOUNT_ROUTES = [
+    github_login,
+    github_callback,
+    github_consent,
+    logout,
+    me,
+    me_usage,
+    list_keys,
+    create_key,
+    delete_key,
+]

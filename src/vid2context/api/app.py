@@ -22,6 +22,7 @@ from .health import health
 from .jobs import JOB_ROUTES
 from .library_routes import delete_saved_video, get_saved_video, list_saved_videos
 from .middleware import build_middleware, wrap
+from .oauth import oauth_routes
 from .openapi import openapi_config
 from .packs import bundle_get, bundle_post, pack_get, pack_post
 from .reading import outline, section
@@ -82,6 +83,16 @@ class IsolateApp(Litestar):
             yield
 
 
+def _approver(hosted: Any) -> Any:
+    """Who approves on the OAuth consent page: the signed-in account in hosted mode, else the
+    owner key (``None``: ``api/oauth.py``'s default)."""
+    if hosted is None:
+        return None
+    from ..auth.consent_github import GitHubApprover
+
+    return GitHubApprover(hosted)
+
+
 def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
     """The ASGI app for ``runtime``.
 
@@ -107,7 +118,8 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
     # at Worker start-up).
     from ..mcp.http import mcp_http
 
-    mcp = mcp_http(runtime, hosted=hosted)
+    oauth = oauth_routes(runtime, approver=_approver(hosted)) if runtime.settings.oauth else None
+    mcp = mcp_http(runtime, oauth=oauth.server if oauth else None, hosted=hosted)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
@@ -146,10 +158,11 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             *ANSWER_ROUTES,
             *ACCOUNT_ROUTES,
             *mcp.route_handlers,
+            *(oauth.route_handlers if oauth else ()),
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[lifespan, mcp.lifespan],
-        state=State({"runtime": runtime, "hosted": hosted}),
+        state=State({"runtime": runtime, "hosted": hosted, "oauth": oauth.server if oauth else None}),
         openapi_config=openapi_config(runtime.settings),
         logging_config=None,  # the process owns logging; access lines come from api/middleware
     )

@@ -67,14 +67,18 @@ async def send_error(
 ) -> None:
     """Answer ``error`` on a raw ASGI ``send`` with exactly the body ``error_response`` would give.
 
-    ``head`` leaves the body out (a HEAD request), keeping its length in ``Content-Length``.
+    ``head`` leaves the body out (a HEAD request), keeping its length in ``Content-Length``; a
+    header in ``headers`` replaces the contract's default of that name (``WWW-Authenticate``).
     """
     body = _encode(_body(error))
     raw: list[tuple[bytes, bytes]] = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
     ]
-    for name, value in [*error_headers(error).items(), *headers]:
+    headers = list(headers)
+    given = {name.lower() for name, _ in headers}
+    defaults = [(name, value) for name, value in error_headers(error).items() if name.lower() not in given]
+    for name, value in [*defaults, *headers]:
         raw.append((name.lower().encode("latin-1"), value.encode("latin-1")))
     await send({"type": "http.response.start", "status": status or error.status, "headers": raw})
     await send({"type": "http.response.body", "body": b"" if head else body})

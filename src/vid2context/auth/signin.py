@@ -101,7 +101,7 @@ def safe_next(value: str | None) -> str:
     the account page."""
     if (
         not value
-        or len(value) > 2048
+        or len(value) > 8192
         or not value.startswith("/")
         or value.startswith(("//", "/\\"))
         or any(ord(c) < 0x21 or ord(c) == 0x7F for c in value)

@@ -9,12 +9,15 @@ the HTTP API's error body::
     Origin not allowed               403 forbidden   (VID2CONTEXT_CORS_ORIGINS, or the same origin)
     OPTIONS preflight                204 with CORS headers for an allowed origin
     GET or DELETE                    405             (stateless: no SSE stream, no session to end)
-    no or wrong bearer token         401 + WWW-Authenticate: Bearer
+    no or wrong bearer token         401 + WWW-Authenticate: Bearer (with resource_metadata and
+                                     scope="mcp" when OAuth is on)
     over the rate limit              429 + Retry-After (a bucket per token, or per address when open)
 
 Tokens are ``VID2CONTEXT_MCP_TOKENS`` (the ``VID2CONTEXT_API_KEYS`` format); when unset, the API
 keys are taken, so a server whose API needs a key never serves ``/mcp`` open; with neither, ``/mcp``
-is open (and ``vid2context serve`` binds loopback). The rate limit reuses the REST API's token bucket
+is open (and ``vid2context serve`` binds loopback). With OAuth on (``VID2CONTEXT_OAUTH``, the
+default), a live access token of ``auth/server.py`` issued for this server's ``/mcp`` is taken
+too; it opens ``/mcp`` only, never ``/api/*``, and is never sent on to any upstream service. The rate limit reuses the REST API's token bucket
 on ``runtime.kv`` (``VID2CONTEXT_MCP_RATE_LIMIT`` a minute, the whole minute's worth at once).
 
 ``/.well-known/ai-catalog.json`` (and the MCP catalog at ``/.well-known/mcp/catalog.json``) lists
@@ -42,10 +45,11 @@ from litestar.types import Receive, Scope, Send
 from .. import __version__
 from ..api.errors import send_error
 from ..api.middleware._asgi import header
-from ..api.middleware.auth import ApiKey, Auth, parse_api_keys
+from ..api.middleware._asgi import origin_of as _origin_of
+from ..api.middleware.auth import ApiKey, Auth, bearer_token, parse_api_keys
 from ..api.middleware.client import client_ip
 from ..api.middleware.cors import parse_origins
-from ..api.middleware.ratelimit import RateLimit
+from ..api.middleware.ratelimit import RateLimit, _address_bucket
 from ..ctx import METER
 from ..errors import ErrorCode, VidError
 from ..held import Held
@@ -53,6 +57,7 @@ from ..runtime import Runtime
 from .identity import PROTOCOL_VERSIONS, SERVER_NAME
 
 if TYPE_CHECKING:
+    from ..auth.server import OAuthServer
     from .server import VidServer
 
 __all__ = ["CARD_MEDIA_TYPE", "McpHttp", "mcp_http"]
@@ -89,14 +94,6 @@ def _host_name(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
-def _origin_of(scope: Scope) -> str:
-    """This server's own origin as the client reached it (scheme and Host header)."""
-    host = (header(scope, b"host") or b"").decode("latin-1").strip()
-    if not host and (server := scope.get("server")):
-        host = f"{server[0]}:{server[1]}"
-    return f"{scope.get('scheme', 'http')}://{host}"
-
-
 @dataclass(frozen=True)
 class _Checks:
     keys: tuple[ApiKey, ...]
@@ -107,9 +104,17 @@ class _Checks:
 class McpHttp:
     """The ``/mcp`` mount: the checks, discovery, and the SDK's Streamable HTTP app behind them."""
 
-    def __init__(self, runtime: Runtime, server: VidServer | None = None, hosted: Any = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        server: VidServer | None = None,
+        oauth: OAuthServer | None = None,
+        hosted: Any = None,
+    ) -> None:
         settings = runtime.settings
         self.runtime = runtime
+        self.oauth = oauth
+        """Takes its access tokens beside the static ones (``auth/server.py``); ``None``: off."""
         self.server = server
         """Built with the SDK app, on the first MCP message (``_sdk_app``), unless given."""
         keys = parse_api_keys(settings.mcp_tokens) or parse_api_keys(settings.api_keys)
@@ -281,19 +286,18 @@ class McpHttp:
         key_name = None
         meter = None
         if self.auth is not None:
-            key = await self.auth.caller(scope, cookies=False)
-            if key is None:
-                presented = header(scope, b"authorization") is not None
-                error = VidError(
-                    ErrorCode.UNAUTHORIZED,
-                    "The bearer token is not valid." if presented else "A bearer token is required.",
-                    hint="Send Authorization: Bearer <token> with a token from VID2CONTEXT_MCP_TOKENS.",
-                )
-                await send_error(send, error, headers=cors)
+            identified = await self._identify(scope)
+            if identified is None:
+                await self._unauthorized(scope, send, cors)
                 return
-            key_name = key.name
-            if self.auth.hosted is not None and not isinstance(key, ApiKey):
-                meter = self.auth.hosted.meter(key, client_ip(scope, worker=self.runtime.name == "worker"))
+            key_name, account_id = identified
+            if self.auth.hosted is not None and account_id is not None:
+                address = client_ip(
+                    scope, worker=self.runtime.name == "worker", trust_proxy=self.runtime.settings.trust_proxy
+                )
+                meter = self.auth.hosted.quotas.meter(
+                    account_id, _address_bucket(address).removeprefix("ip:")
+                )
         if self.limiter is not None:
             who = (
                 f"mcp:key:{key_name}"
@@ -340,6 +344,41 @@ class McpHttp:
             METER.reset(token)
 
     # -- checks -------------------------------------------------------------------------------------
+
+    async def _identify(self, scope: Scope) -> tuple[str, str | None] | None:
+        """Who the bearer token names, and the hosted-mode account it counts against: a static
+        token's name (no account), an account key's ``acct:<id>``, ``oauth:<client_id>`` for a live
+        OAuth access token issued for this server's ``/mcp`` (its account: the grant's subject, in
+        hosted mode), or ``None``."""
+        assert self.auth is not None
+        authorization = header(scope, b"authorization")
+        key = await self.auth.caller(scope, cookies=False)
+        if key is not None:
+            return key.name, None if isinstance(key, ApiKey) else key.account.id
+        token = bearer_token(authorization)
+        if self.oauth is None or token is None:
+            return None
+        grant = await self.oauth.check_access(token.decode("ascii"), _origin_of(scope))
+        if grant is None:
+            return None
+        hosted = self.auth.hosted is not None and grant.subject.startswith("acct_")
+        return "oauth:" + grant.client_id, grant.subject if hosted else None
+
+    async def _unauthorized(self, scope: Scope, send: Send, cors: list[tuple[str, str]]) -> None:
+        presented = header(scope, b"authorization") is not None
+        challenge = metadata = "Bearer"
+        if self.oauth is not None:
+            metadata = self.oauth.origin(_origin_of(scope)) + "/.well-known/oauth-protected-resource/mcp"
+            challenge = f'Bearer resource_metadata="{metadata}", scope="mcp"'
+        error = VidError(
+            ErrorCode.UNAUTHORIZED,
+            "The bearer token is not valid." if presented else "A bearer token is required.",
+            hint=f"Send Authorization: Bearer <token> with a token from VID2CONTEXT_MCP_TOKENS, or an OAuth "
+            f"access token (its authorization server is named at {metadata})."
+            if self.oauth is not None
+            else "Send Authorization: Bearer <token> with a token from VID2CONTEXT_MCP_TOKENS.",
+        )
+        await send_error(send, error, headers=[("WWW-Authenticate", challenge), *cors])
 
     def _host_allowed(self, scope: Scope) -> bool:
         """Every Host is fine unless the server listens on loopback; then loopback names or
@@ -471,10 +510,13 @@ class McpRoutes:
     lifespan: Any
 
 
-def mcp_http(runtime: Runtime, server: VidServer | None = None, hosted: Any = None) -> McpRoutes:
-    """The ``/mcp`` mount and the discovery routes for ``runtime`` (``hosted``: hosted mode's
-    ``auth.hosted.Hosted``, whose account keys open ``/mcp`` too)."""
-    glue = McpHttp(runtime, server, hosted)
+def mcp_http(
+    runtime: Runtime, server: VidServer | None = None, oauth: OAuthServer | None = None, hosted: Any = None
+) -> McpRoutes:
+    """The ``/mcp`` mount and the discovery routes for ``runtime``; ``oauth``: its tokens open
+    ``/mcp`` too; ``hosted`` (hosted mode's ``auth.hosted.Hosted``): so do account keys, and
+    ``/mcp`` is never open."""
+    glue = McpHttp(runtime, server, oauth, hosted)
 
     @asgi(path="/mcp", is_mount=True, copy_scope=True)
     async def mcp_mount(scope: Scope, receive: Receive, send: Send) -> None:

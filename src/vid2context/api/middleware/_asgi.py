@@ -11,7 +11,16 @@ import posixpath
 import re
 from typing import Any
 
-__all__ = ["HEALTH_PATH", "OPEN_PATHS", "canonical_path", "header", "is_api", "is_preflight", "state_of"]
+__all__ = [
+    "HEALTH_PATH",
+    "OPEN_PATHS",
+    "canonical_path",
+    "header",
+    "is_api",
+    "is_preflight",
+    "origin_of",
+    "state_of",
+]
 
 HEALTH_PATH = "/api/v1/health"
 OPENAPI_PATH = "/api/v1/openapi.json"
@@ -54,3 +63,11 @@ def is_api(path: str) -> bool:
 def is_preflight(scope: Any) -> bool:
     """A CORS preflight: ``OPTIONS`` with ``Access-Control-Request-Method``."""
     return scope.get("method") == "OPTIONS" and header(scope, b"access-control-request-method") is not None
+
+
+def origin_of(scope: Any) -> str:
+    """This server's own origin as the client reached it (scheme and Host header)."""
+    host = (header(scope, b"host") or b"").decode("latin-1").strip()
+    if not host and (server := scope.get("server")):
+        host = f"{server[0]}:{server[1]}"
+    return f"{scope.get('scheme', 'http')}://{host}"

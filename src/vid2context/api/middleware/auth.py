@@ -46,7 +46,16 @@ from .ratelimit import _address_bucket
 if TYPE_CHECKING:
     from ...auth.hosted import Hosted, Principal
 
-__all__ = ["ACCOUNT_PATH", "READ_POSTS", "SCOPES", "ApiKey", "Auth", "parse_api_keys", "required_scope"]
+__all__ = [
+    "ACCOUNT_PATH",
+    "READ_POSTS",
+    "SCOPES",
+    "ApiKey",
+    "Auth",
+    "bearer_token",
+    "parse_api_keys",
+    "required_scope",
+]
 
 SCOPES = ("read", "write", "admin")
 _RANK = {scope: rank for rank, scope in enumerate(SCOPES)}
@@ -112,6 +121,12 @@ def parse_api_keys(raw: str | None) -> tuple[ApiKey, ...]:
             hint="Unset it to run open on 127.0.0.1, or list at least one key.",
         )
     return tuple(keys)
+
+
+def bearer_token(authorization: bytes | None) -> bytes | None:
+    """The token of an ``Authorization: Bearer <token>`` header, or ``None``."""
+    match = _BEARER.fullmatch(authorization) if authorization else None
+    return match.group(1) if match else None
 
 
 def required_scope(method: str, path: str) -> str:
