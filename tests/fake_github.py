@@ -16,8 +16,8 @@ It answers as GitHub documents for OAuth apps ("Authorizing OAuth apps", and the
 - ``GET /api/user`` (the API's origin is ``api_url``) with ``Authorization: Bearer <token>``: the
   user (``login, id, node_id, avatar_url, type, name, email``...); ``401 {"message": "Bad
   credentials"}`` for another token.
-- ``fail_next`` scripts statuses (500, 502...) for the next requests, with an HTML body as GitHub's
-  unicorn page has.
+- ``fail_next`` scripts statuses (500, 502, or 200) for the next requests, ``fail_at`` for the next
+  requests to one path, each with an HTML body as GitHub's unicorn page has.
 """
 
 from __future__ import annotations
@@ -75,9 +75,13 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's name
         return
 
-    def _scripted(self) -> bool:
+    def _scripted(self, path: str) -> bool:
         with self.server.lock:
-            status = self.server.fail_next.pop(0) if self.server.fail_next else None
+            at = self.server.fail_at.get(path)
+            if at:
+                status: int | None = at.pop(0)
+            else:
+                status = self.server.fail_next.pop(0) if self.server.fail_next else None
         if status is None:
             return False
         self._send(
@@ -90,7 +94,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
         parts = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        if self._scripted():
+        if self._scripted(parts.path):
             return
         if parts.path == "/login/oauth/authorize":
             return self._authorize(query)
@@ -156,7 +160,7 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         length = int(self.headers.get("Content-Length") or 0)
         form = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode()).items()}
-        if self._scripted():
+        if self._scripted(parts.path):
             return
         if parts.path != "/login/oauth/access_token":
             return self._send(404, {"message": "Not Found"})
@@ -222,6 +226,8 @@ class FakeGitHub(ThreadingHTTPServer):
         self.tokens: dict[str, User] = {}
         self.seen = Seen()
         self.fail_next: list[int] = []
+        self.fail_at: dict[str, list[int]] = {}
+        """Statuses for the next requests to one path (``/api/user``), before ``fail_next``."""
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from http.cookies import SimpleCookie
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
@@ -23,6 +23,7 @@ import pytest
 from vid2context.api import create_app
 
 from .fake_github import CLIENT_SECRET, FakeGitHub, User
+from .oauth_client import Flow, form_fields, pkce
 from .runtimes import Runtimes, serve
 from .youtube_replay import ReplayServer
 
@@ -85,8 +86,12 @@ class Browser:
     async def get(self, url: str, **headers: str) -> httpx.Response:
         return self._keep(await self.http.get(url, headers=self._headers(headers)))
 
-    async def request(self, method: str, url: str, *, json: Any = None, **headers: str) -> httpx.Response:
-        return self._keep(await self.http.request(method, url, json=json, headers=self._headers(headers)))
+    async def request(
+        self, method: str, url: str, *, json: Any = None, data: Any = None, **headers: str
+    ) -> httpx.Response:
+        return self._keep(
+            await self.http.request(method, url, json=json, data=data, headers=self._headers(headers))
+        )
 
     def at_github(self, location: str) -> httpx.Response:
         """Follow a redirect to GitHub (a real HTTP request to the stand-in), not its answer's. The
@@ -261,15 +266,13 @@ async def test_bad_sign_ins_are_refused_with_a_hint(runtimes: Runtimes, github: 
         down = await browser.get(f"{back.path}?{back.query}")
         assert down.status_code == 502 and down.json()["error"]["code"] == "upstream"
         assert down.json()["error"]["hint"]
-        # ... and at GET /user
+        # ... and at GET /user, after a good token answer
         start = await browser.get("/api/v1/auth/github/login")
         back = urlsplit(browser.at_github(start.headers["location"]).headers["location"])
-        github.fail_next = [0]  # placeholder replaced below: the token endpoint answers, then /user fails
-        github.fail_next = []
-        original = github.tokens.copy()
-        done = await browser.get(f"{back.path}?{back.query}")
-        assert done.status_code == 302  # (the normal path, for contrast)
-        assert len(github.tokens) == len(original) + 1
+        github.fail_at["/api/user"] = [500]
+        down = await browser.get(f"{back.path}?{back.query}")
+        assert down.status_code == 502 and "GET /user answered 500" in down.json()["error"]["message"]
+        assert "v2c_session" not in set_cookies(down)
         # our app's credentials refused: the operator's to fix (auth, 502)
         github.client_secret = "rotated-at-github"
         start = await browser.get("/api/v1/auth/github/login")
@@ -284,13 +287,16 @@ async def test_bad_sign_ins_are_refused_with_a_hint(runtimes: Runtimes, github: 
             assert done.headers["location"] == "/api/v1/me", hostile
 
 
-async def test_github_user_failing_is_upstream(runtimes: Runtimes, github: FakeGitHub) -> None:
+async def test_an_html_page_from_the_token_endpoint_is_upstream(
+    runtimes: Runtimes, github: FakeGitHub
+) -> None:
     async with hosted_app(runtimes, github) as (_, browser):
         start = await browser.get("/api/v1/auth/github/login")
         back = urlsplit(browser.at_github(start.headers["location"]).headers["location"])
-        github.fail_next = [200, 502]  # the token endpoint answers (scripted 200 is HTML), ...
+        github.fail_next = [200]  # the token endpoint answers 200 with an HTML page in place of JSON
         html = await browser.get(f"{back.path}?{back.query}")
         assert html.status_code == 502 and html.json()["error"]["code"] == "upstream"
+        assert "did not answer JSON" in html.json()["error"]["message"]
 
 
 async def test_without_the_github_app_sign_in_says_what_to_set(runtimes: Runtimes) -> None:
@@ -472,6 +478,75 @@ async def test_too_many_keys(runtimes: Runtimes, github: FakeGitHub) -> None:
             ).status_code == 201
         over = await browser.request("POST", "/api/v1/me/keys", json={"name": "one more"})
         assert over.status_code == 400 and "Remove a key" in over.json()["error"]["hint"]
+
+
+# --- the OAuth consent page in hosted mode --------------------------------------------------------
+
+
+@LOCAL_AND_WORKER
+async def test_the_consent_page_signs_in_with_github_and_the_token_counts_against_the_account(
+    runtimes: Runtimes, github: FakeGitHub, youtube: ReplayServer
+) -> None:
+    async with hosted_app(
+        runtimes,
+        github,
+        VID2CONTEXT_MCP_RATE_LIMIT="0",
+        VID2CONTEXT_QUOTA_VIDEOS="1",
+        VID2CONTEXT_YOUTUBE_ORIGIN=youtube.origin,
+    ) as (_, browser):
+        flow = Flow(browser.http)
+        client = await flow.register()
+        verifier, challenge = pkce()
+        params = flow.params(client, challenge)
+        page = await browser.get("/oauth/authorize?" + urlencode(params))
+        assert page.status_code == 200, page.text
+        assert 'name="owner_key"' not in page.text  # no owner key in hosted mode
+        assert 'formaction="/api/v1/auth/github/consent"' in page.text and "<script" not in page.text
+        # Approve before signing in: the page again, with the error, and no code
+        fields = {**form_fields(page.text), "decision": "approve"}
+        early = await browser.request("POST", "/oauth/authorize", data=fields)
+        assert early.status_code == 403 and "Sign in with GitHub first" in early.text
+        assert "location" not in early.headers
+        # the button: the form's fields to the consent sign-in, then GitHub, then back to the same page
+        fields = {**form_fields(early.text), "decision": "sign-in"}
+        start = await browser.get("/api/v1/auth/github/consent?" + urlencode(fields))
+        assert start.status_code == 302 and start.headers["location"].startswith(github.web_url)
+        back = urlsplit(browser.at_github(start.headers["location"]).headers["location"])
+        signed = await browser.get(f"{back.path}?{back.query}")
+        assert signed.status_code == 302
+        returned = urlsplit(signed.headers["location"])
+        assert returned.path == "/oauth/authorize"
+        carried = {k: v[0] for k, v in parse_qs(returned.query).items()}
+        assert carried.items() >= params.items() and "csrf_token" not in carried and "decision" not in carried
+        page = await browser.get(signed.headers["location"])
+        approved = await browser.request(
+            "POST", "/oauth/authorize", data={**form_fields(page.text), "decision": "approve"}
+        )
+        assert approved.status_code == 302, approved.text
+        code = httpx.URL(approved.headers["location"]).params["code"]
+        tokens = (await flow.exchange(client, code, verifier)).json()
+        listed = await flow.mcp(tokens["access_token"])
+        assert listed.status_code == 200, listed.text
+        # the token's tool calls count against the signed-in account
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "get_metadata", "arguments": {"url": VIDEO}},
+        }
+        headers = {
+            "Authorization": f"Bearer {tokens['access_token']}",
+            "Accept": "application/json, text/event-stream",
+            "Mcp-Protocol-Version": "2025-11-25",
+        }
+        for video in (VIDEO, OTHER_VIDEO):
+            call["params"] = {"name": "get_transcript", "arguments": {"url": video}}
+            answer = await browser.http.post("/mcp", json=call, headers=headers)
+            assert answer.status_code == 200, answer.text
+        result = answer.json()["result"]
+        assert result["isError"] is True and "rate-limited" in result["content"][0]["text"]
+        usage = (await browser.get("/api/v1/me/usage")).json()
+        assert usage["used"]["videos"] == 1
 
 
 # --- quotas ---------------------------------------------------------------------------------------

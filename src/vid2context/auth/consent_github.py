@@ -18,10 +18,10 @@ from urllib.parse import urlencode
 
 from .consent import Approval
 from .hosted import Hosted
+from .signin import CONSENT_SIGN_IN_PATH
 
-__all__ = ["CONSENT_SIGN_IN_PATH", "GitHubApprover", "authorize_return_path"]
+__all__ = ["GitHubApprover", "authorize_return_path"]
 
-CONSENT_SIGN_IN_PATH = "/api/v1/auth/github/consent"
 _NOT_CARRIED = frozenset({"csrf_token", "decision"})
 """Fields of the consent form that are not the authorize request's (the CSRF token is single-use)."""
 MAX_FIELDS = 20

@@ -28,6 +28,7 @@ from .github import GitHub
 __all__ = [
     "AUTH_PREFIX",
     "CALLBACK_PATH",
+    "CONSENT_SIGN_IN_PATH",
     "LOGIN_PATH",
     "SESSION_COOKIE",
     "STATE_COOKIE",
@@ -44,6 +45,7 @@ STATE_COOKIE = "v2c_signin"
 AUTH_PREFIX = "/api/v1/auth/"
 LOGIN_PATH = "/api/v1/auth/github/login"
 CALLBACK_PATH = "/api/v1/auth/github/callback"
+CONSENT_SIGN_IN_PATH = "/api/v1/auth/github/consent"
 STATE_TTL_S = 600
 _STATE_KV = "signin:"
 _DEFAULT_NEXT = "/api/v1/me"
