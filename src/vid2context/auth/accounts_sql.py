@@ -1,7 +1,8 @@
 """``AccountStore`` on the tables of ``migrations/0006_accounts.sql``, and in memory.
 
-The same statements run on SQLite locally and on D1 on the edge, through ``Sql`` (two methods,
-given by each platform's storage module: ``storage.sqlite.SQLiteSql``, ``storage.cloudflare.D1Sql``),
+The same statements run on SQLite locally and on D1 on the edge, through the OAuth store's ``Sql``
+(``auth.store_sql``: two methods, given by each platform's storage module, ``storage.sqlite.SQLiteSql``
+and ``storage.cloudflare.D1Sql``),
 so this module imports neither ``sqlite3`` nor the Worker's bindings. Accounts, sessions and keys
 are records that must not be lost or served stale after a delete, so they are rows in D1, not KV
 values (KV is eventually consistent: a deleted key could keep working for a minute elsewhere).
@@ -11,20 +12,12 @@ The memory store serves a runtime built on memory storage (tests, a throwaway se
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from .accounts import Account, AccountKey
+from .store_sql import Sql
 
-__all__ = ["MemoryAccounts", "Sql", "SqlAccounts", "new_account_id"]
-
-
-class Sql(Protocol):
-    """Run one statement: ``rows`` for a query, ``run`` for a change (returns rows changed)."""
-
-    async def rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
-
-    async def run(self, sql: str, params: Sequence[Any] = ()) -> int: ...
+__all__ = ["MemoryAccounts", "SqlAccounts", "new_account_id"]
 
 
 def new_account_id() -> str:

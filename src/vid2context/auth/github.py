@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from typing import NamedTuple
+from collections.abc import Awaitable
+from typing import NamedTuple, TypeVar
 from urllib.parse import urlencode
 
 import httpx
@@ -29,6 +30,7 @@ from ..errors import ErrorCode, VidError
 
 __all__ = ["API_URL", "WEB_URL", "GitHub", "GitHubUser", "pkce_challenge"]
 
+T = TypeVar("T")
 WEB_URL = "https://github.com"
 API_URL = "https://api.github.com"
 _CONFIG_ERRORS = frozenset({"incorrect_client_credentials", "redirect_uri_mismatch", "unverified_user_email"})
@@ -99,30 +101,41 @@ class GitHub:
     async def user_for(self, *, code: str, redirect_uri: str, verifier: str) -> GitHubUser:
         """The GitHub user who approved ``code``; raises ``bad-request``, ``auth`` or ``upstream``."""
         token = await self._exchange(code=code, redirect_uri=redirect_uri, verifier=verifier)
-        try:
-            response = await self.http.get(
+        user = await self._call(
+            "GET /user",
+            _User,
+            self.http.get(
                 f"{self.api_url}/user",
                 headers={
                     "Authorization": f"Bearer {token}",
                     "Accept": "application/vnd.github+json",
                     "X-GitHub-Api-Version": "2022-11-28",
                 },
-            )
-        except httpx.HTTPError:
-            raise _upstream("GET /user could not be reached") from None
-        if response.status_code != 200:
-            raise _upstream(f"GET /user answered {response.status_code}")
-        try:
-            user = msgspec.json.decode(response.content, type=_User)
-        except msgspec.DecodeError:
-            raise _upstream("GET /user did not answer a user") from None
+            ),
+        )
         if not 0 < user.id < 2**53 or not 0 < len(user.login) <= 39:
             raise _upstream("GET /user answered an id or login out of range")
         return GitHubUser(user.id, user.login)
 
-    async def _exchange(self, *, code: str, redirect_uri: str, verifier: str) -> str:
+    @staticmethod
+    async def _call(what: str, shape: type[T], request: Awaitable[httpx.Response]) -> T:
+        """``request``'s 200 JSON answer as ``shape``; anything else is ``upstream`` naming ``what``."""
         try:
-            response = await self.http.post(
+            response = await request
+        except httpx.HTTPError:
+            raise _upstream(f"{what} could not be reached") from None
+        if response.status_code != 200:
+            raise _upstream(f"{what} answered {response.status_code}")
+        try:
+            return msgspec.json.decode(response.content, type=shape)
+        except msgspec.DecodeError:
+            raise _upstream(f"{what} did not answer JSON in GitHub's shape") from None
+
+    async def _exchange(self, *, code: str, redirect_uri: str, verifier: str) -> str:
+        answer = await self._call(
+            "the token endpoint",
+            _Token,
+            self.http.post(
                 f"{self.web_url}/login/oauth/access_token",
                 data={
                     "client_id": self.client_id,
@@ -132,15 +145,8 @@ class GitHub:
                     "code_verifier": verifier,
                 },
                 headers={"Accept": "application/json"},
-            )
-        except httpx.HTTPError:
-            raise _upstream("the token endpoint could not be reached") from None
-        if response.status_code != 200:
-            raise _upstream(f"the token endpoint answered {response.status_code}")
-        try:
-            answer = msgspec.json.decode(response.content, type=_Token)
-        except msgspec.DecodeError:
-            raise _upstream("the token endpoint did not answer JSON") from None
+            ),
+        )
         if answer.error in _CONFIG_ERRORS:
             raise VidError(
                 ErrorCode.AUTH,
