@@ -17,6 +17,8 @@ from typing import Any
 
 import httpx
 
+from .test_mcp_http import INIT, MCP_HEADERS
+
 __all__ = ["OWNER_KEY", "REDIRECT_URI", "Flow", "form_fields", "pkce"]
 
 OWNER_KEY = "owner-" + "k3y" * 8
@@ -102,17 +104,7 @@ class Flow:
 
     async def mcp(self, token: str, *, host: str | None = None) -> httpx.Response:
         """``initialize`` on ``/mcp`` with ``token``."""
-        headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+        headers = {**MCP_HEADERS, "Authorization": f"Bearer {token}"}
         if host:
             headers["Host"] = host
-        body = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-        return await self.http.post("/mcp", json=body, headers=headers)
+        return await self.http.post("/mcp", json=INIT, headers=headers)

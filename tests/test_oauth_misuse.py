@@ -21,6 +21,7 @@ import pytest
 
 from vid2context.api import create_app
 from vid2context.auth.server import CODE_TTL_S, REGISTRATIONS_PER_HOUR
+from vid2context.errors import VidError
 
 from .oauth_client import OWNER_KEY, REDIRECT_URI, Flow, form_fields, pkce
 from .runtimes import Runtimes, asgi_lifespan, on_each_runtime_when
@@ -36,6 +37,7 @@ class Oauth:
     server: Any
     """The app's ``OAuthServer``: tests move its ``clock``."""
     now: list[float]
+    runtime: Any
 
 
 @pytest.fixture
@@ -46,7 +48,7 @@ async def oauth(runtimes: Runtimes) -> AsyncIterator[Oauth]:
     app.state.oauth.clock = lambda: now[0]
     transport = httpx.ASGITransport(app=app, client=("203.0.113.7", 50000))
     async with asgi_lifespan(app), httpx.AsyncClient(transport=transport, base_url="http://v2c.test") as http:
-        yield Oauth(flow=Flow(http), http=http, server=app.state.oauth, now=now)
+        yield Oauth(flow=Flow(http), http=http, server=app.state.oauth, now=now, runtime=runtime)
 
 
 def _error(response: httpx.Response, status: int, code: str) -> None:
@@ -381,6 +383,9 @@ async def test_a_read_key_cannot_approve(runtimes: Runtimes) -> None:
         "https://app.example/ cb",
         "",
         "https://app.example/" + "a" * 3000,
+        "file:///etc/passwd",
+        "vbscript:msgbox",
+        "cursor:no-host",
     ],
 )
 async def test_a_bad_redirect_uri_is_refused(oauth: Oauth, uri: str) -> None:
@@ -392,6 +397,8 @@ async def test_a_bad_redirect_uri_is_refused(oauth: Oauth, uri: str) -> None:
     "uri",
     [
         "https://claude.ai/api/mcp/auth_callback",
+        "https://chatgpt.com/connector_platform_oauth_redirect",
+        "cursor://anysphere.cursor-mcp/oauth/callback",
         "http://127.0.0.1:33418/cb",
         "http://localhost/cb",
         "http://[::1]:9/",
@@ -403,6 +410,22 @@ async def test_https_and_loopback_redirect_uris_are_accepted(oauth: Oauth, uri: 
     )
     assert response.status_code == 201 and response.json()["redirect_uris"] == [uri]
     assert "client_secret" not in response.json()
+
+
+async def test_an_app_scheme_is_for_public_clients_only(oauth: Oauth) -> None:
+    body = {"redirect_uris": ["cursor://anysphere.cursor-mcp/oauth/callback"]}
+    _error(
+        await oauth.http.post("/oauth/register", json=body), 400, "invalid_redirect_uri"
+    )  # a secret client
+    # Cursor's own registration: three URIs at once, a public client.
+    cursor = [
+        "cursor://anysphere.cursor-mcp/oauth/callback",
+        "https://www.cursor.com/agents/mcp/oauth/callback",
+        "http://localhost:8787/callback",
+    ]
+    client = await oauth.flow.register(redirect_uris=cursor, client_name="Cursor")
+    page = await oauth.flow.consent(oauth.flow.params(client, pkce()[1], redirect_uri=cursor[0]))
+    assert "cursor://anysphere.cursor-mcp" in page.text
 
 
 @pytest.mark.parametrize(
@@ -550,3 +573,104 @@ async def test_no_secret_reaches_a_log_line_or_another_response(
     assert logged.err.count('"path"') >= len(responses) - 1  # the access log did write lines
     for secret in secrets_meant:
         assert secret not in logged.out + logged.err, "a secret appears in a log line"
+
+
+# --- the store ------------------------------------------------------------------------------------
+
+
+async def test_the_store_keeps_digests_never_the_secrets(oauth: Oauth, runtimes: Runtimes) -> None:
+    client = await oauth.flow.register(token_endpoint_auth_method="client_secret_post")
+    code, verifier = await oauth.flow.code({**client})
+    data = {"client_secret": client["client_secret"], "redirect_uri": REDIRECT_URI}
+    tokens = (await oauth.flow.exchange(client, code, verifier, **data)).json()
+    secrets = [client["client_secret"], code, tokens["access_token"], tokens["refresh_token"]]
+    if runtimes.kind == "sqlite":
+        held = oauth.runtime.storage.database.path.read_bytes()
+        for wal in oauth.runtime.storage.database.path.parent.glob("*.db-wal"):
+            held += wal.read_bytes()
+        assert b"oauth_grants" in held
+    elif runtimes.kind == "worker":
+        env = runtimes.env_of(oauth.runtime)
+        rows = (await env.DB.prepare("SELECT * FROM oauth_grants").all()).to_py()["results"]
+        clients = (await env.DB.prepare("SELECT * FROM oauth_clients").all()).to_py()["results"]
+        keys = await runtimes.kv_keys(oauth.runtime, "oauth:")
+        held = json.dumps([rows, clients, keys]).encode()
+        assert len(rows) >= 3 and any(key.startswith("oauth:access:") for key in keys)
+    else:
+        store = oauth.runtime.oauth
+        held = repr([store._clients, store._grants]).encode()
+    for secret in secrets:
+        assert secret.encode() not in held
+
+
+async def test_a_single_use_grant_is_spent_once_under_a_race(oauth: Oauth) -> None:
+    from vid2context.auth.store import Grant
+
+    store = oauth.runtime.oauth
+    grant = Grant(kind="code", client_id="c", family="fam", expires_at=oauth.now[0] + 60)
+    await store.put_grant("d" * 64, grant, now=oauth.now[0])
+    spent = await asyncio.gather(*(store.use_grant("d" * 64, "code") for _ in range(8)))
+    assert sorted(first for _, first in spent) == [False] * 7 + [True]
+    assert await store.use_grant("d" * 64, "refresh") is None  # another kind is another grant
+    assert await store.revoke_family("fam") == 1
+    assert await store.use_grant("d" * 64, "code") is None and await store.get_grant("d" * 64, "code") is None
+
+
+# --- settings --------------------------------------------------------------------------------------
+
+
+async def test_oauth_off_serves_none_of_it(runtimes: Runtimes) -> None:
+    runtime = await runtimes.build({"VID2CONTEXT_API_KEYS": OWNER_KEY, "VID2CONTEXT_OAUTH": "0"})
+    app = create_app(runtime, owns_runtime=False)
+    assert app.state.oauth is None
+    async with (
+        asgi_lifespan(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://v2c.test") as http,
+    ):
+        for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server"):
+            assert (await http.get(path)).status_code == 404
+        assert (await http.post("/oauth/register", json={"redirect_uris": [REDIRECT_URI]})).status_code in (
+            404,
+            405,
+        )
+        assert (await http.post("/oauth/token", data={"grant_type": "authorization_code"})).status_code in (
+            404,
+            405,
+        )
+        response = await Flow(http).mcp("anything")
+        assert response.status_code == 401 and response.headers["www-authenticate"] == "Bearer"
+        assert (await Flow(http).mcp(OWNER_KEY)).status_code == 200  # the static tokens still work
+
+
+async def test_the_public_origin_names_issuer_and_resource(runtimes: Runtimes) -> None:
+    settings = {"VID2CONTEXT_API_KEYS": OWNER_KEY, "VID2CONTEXT_PUBLIC_ORIGIN": "https://v2c.example.com/"}
+    app = create_app(await runtimes.build(settings), owns_runtime=False)
+    async with (
+        asgi_lifespan(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://10.0.0.5:8787") as http,
+    ):
+        resource = (await http.get("/.well-known/oauth-protected-resource")).json()
+        assert resource["resource"] == "https://v2c.example.com/mcp"
+        assert resource["authorization_servers"] == ["https://v2c.example.com"]
+        server = (await http.get("/.well-known/oauth-authorization-server")).json()
+        assert server["issuer"] == "https://v2c.example.com"
+        assert server["token_endpoint"] == "https://v2c.example.com/oauth/token"
+        flow = Flow(http)
+        tokens = await flow.tokens(await flow.register())
+        assert (await flow.mcp(tokens["access_token"])).status_code == 200  # bound to the public origin
+        refused = await flow.mcp("wrong")
+        assert (
+            'resource_metadata="https://v2c.example.com/.well-known/' in refused.headers["www-authenticate"]
+        )
+
+
+@pytest.mark.parametrize(
+    "origin", ["v2c.example.com", "ftp://v2c.example.com", "https://v2c.example.com/path", "https://"]
+)
+async def test_a_malformed_public_origin_stops_start_up_naming_the_variable(
+    runtimes: Runtimes, origin: str
+) -> None:
+    runtime = await runtimes.build({"VID2CONTEXT_PUBLIC_ORIGIN": origin})
+    with pytest.raises(VidError) as raised:
+        create_app(runtime)
+    assert "VID2CONTEXT_PUBLIC_ORIGIN" in raised.value.message and origin not in raised.value.message

@@ -2,7 +2,8 @@
 ``vid2context serve`` (SQLite) in a subprocess, and the Worker's app on Miniflare's D1 and KV served
 as the Workers adapter runs it (``test_mcp_http``'s servers).
 
-The client starts with nothing: the 401's ``WWW-Authenticate`` sends it to the protected resource
+A tool call then reads a video from the YouTube replay server, which records what it was sent:
+no credential of the client's goes upstream. The client starts with nothing: the 401's ``WWW-Authenticate`` sends it to the protected resource
 metadata, then the server metadata, it registers itself, and its redirect handler plays the
 browser (it reads the consent page and posts the form with the owner key); then it exchanges the
 code with PKCE and lists the tools. The server's log is read afterwards for every secret of the
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
 import httpx2
@@ -30,26 +32,33 @@ from mcp.shared.auth import (
 from .mcp_catalogue import TOOLS
 from .oauth_client import OWNER_KEY, REDIRECT_URI, form_fields
 from .test_mcp_http import _local_server, _worker_server
+from .youtube_replay import ReplayServer
 
 pytestmark = pytest.mark.slow
 
 SETTINGS = {"VID2CONTEXT_API_KEYS": OWNER_KEY}
 
 
+class Served(NamedTuple):
+    origin: str
+    log: Path | None
+    """The local server's log file; the Worker's lines go to this process's stderr."""
+    replay: ReplayServer
+
+
 @pytest.fixture(scope="module", params=["local", "worker"])
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, Path | None]]:
-    """The app on 127.0.0.1 with an owner key and OAuth on; its origin and, locally, its log."""
-    if request.param == "local":
-        home = tmp_path_factory.mktemp("home")
-        for origin in _local_server(SETTINGS, home):
-            yield origin, home / "server.log"
-    else:
-        for origin in _worker_server(
-            {**SETTINGS, "VID2CONTEXT_ACCESS_LOG": "1"}, request.getfixturevalue("miniflare")
-        ):
-            yield origin, None
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """The app on 127.0.0.1 with an owner key and OAuth on, its YouTube a replay server."""
+    with ReplayServer() as replay:
+        settings = {**SETTINGS, "VID2CONTEXT_YOUTUBE_ORIGIN": replay.origin}
+        if request.param == "local":
+            home = tmp_path_factory.mktemp("home")
+            for origin in _local_server(settings, home):
+                yield Served(origin, home / "server.log", replay)
+        else:
+            worker_settings = {**settings, "VID2CONTEXT_ACCESS_LOG": "1"}
+            for origin in _worker_server(worker_settings, request.getfixturevalue("miniflare")):
+                yield Served(origin, None, replay)
 
 
 class Tokens:
@@ -121,13 +130,17 @@ def _provider(origin: str, storage: Tokens, browser: Browser, method: str) -> OA
 @pytest.mark.anyio
 @pytest.mark.parametrize(("mode", "method"), [("legacy", "none"), ("auto", "client_secret_post")])
 async def test_the_sdk_oauth_client_connects_and_lists_tools(
-    server: tuple[str, Path | None], mode: str, method: str, capfd: pytest.CaptureFixture[str]
+    server: Served, mode: str, method: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    origin, log = server
+    origin, log, replay = server
     storage, browser = Tokens(), Browser()
     http = httpx2.AsyncClient(auth=_provider(origin, storage, browser, method), timeout=60)
+    upstream_before = len(replay.headers_seen)
     async with Client(streamable_http_client(origin + "/mcp", http_client=http), mode=mode) as client:
         assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS
+        # A video without captions: nothing to cache, so every run reads it upstream again.
+        missing = await client.call_tool("get_transcript", {"url": "dsMFmonKDD4"})
+        assert missing.is_error and "no-transcript" in missing.content[0].text
     assert storage.tokens is not None and storage.tokens.refresh_token and storage.tokens.expires_in == 3600
     assert storage.client is not None and storage.client.client_id.startswith("v2c-")
     # The token opens /mcp, and never /api/*.
@@ -137,6 +150,12 @@ async def test_the_sdk_oauth_client_connects_and_lists_tools(
     secrets = [OWNER_KEY, access, storage.tokens.refresh_token, *browser.seen]
     if storage.client.client_secret:
         secrets.append(storage.client.client_secret)
+    # The tool call went upstream (to the YouTube replay) without any credential of ours.
+    upstream = replay.headers_seen[upstream_before:]
+    assert upstream, "the tool call should have read the video from the replay server"
+    for headers in upstream:
+        assert "authorization" not in headers.lower()
+        assert not any(secret in headers for secret in secrets)
     logged = capfd.readouterr()
     lines = logged.out + logged.err + (log.read_text() if log else "")
     assert '"path":"/oauth/token"' in lines  # the access log wrote the flow's lines
@@ -145,11 +164,11 @@ async def test_the_sdk_oauth_client_connects_and_lists_tools(
 
 
 @pytest.mark.anyio
-async def test_the_sdk_client_gives_up_on_a_wrong_owner_key(server: tuple[str, Path | None]) -> None:
-    origin, _ = server
+async def test_the_sdk_client_gives_up_on_a_wrong_owner_key(server: Served) -> None:
+    origin = server.origin
     storage, browser = Tokens(), Browser(key="not-the-owner")
     http = httpx2.AsyncClient(auth=_provider(origin, storage, browser, "none"), timeout=60)
-    with pytest.raises(Exception):  # noqa: PT011  the redirect handler's own assertion, maybe in a group
+    with pytest.raises(Exception):  # noqa: B017, PT011  the redirect handler's assertion, maybe in a group
         async with Client(streamable_http_client(origin + "/mcp", http_client=http), mode="legacy") as client:
             await client.list_tools()
     assert browser.result is None and storage.tokens is None

@@ -127,6 +127,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         self.server.requests.append((method, self.path))
+        self.server.headers_seen.append(str(self.headers))
         status, headers, content = answer(method, self.path, body)
         self.send_response(status)
         for name, value in headers.items():
@@ -148,6 +149,8 @@ class ReplayServer(ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.requests: list[tuple[str, str]] = []
+        self.headers_seen: list[str] = []
+        """Each request's headers as received (what the app sent upstream)."""
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property

@@ -122,7 +122,8 @@ def _page(title: str, body: str) -> str:
 
 def consent_page(request: AuthorizeRequest, csrf: str, approver: Approver, error: str = "") -> str:
     """The consent form for ``request``."""
-    host = urlsplit(request.redirect_uri).netloc
+    parts = urlsplit(request.redirect_uri)
+    host = parts.netloc if parts.scheme in ("https", "http") else f"{parts.scheme}://{parts.netloc}"
     hidden = "".join(
         f'<input type="hidden" name="{escape(name)}" value="{escape(value)}">'
         for name, value in [*request.form().items(), ("csrf_token", csrf)]

@@ -20,7 +20,7 @@ import base64
 import binascii
 import hashlib
 import hmac
-import ipaddress
+import re
 import secrets
 import time
 from collections.abc import Callable, Mapping
@@ -30,6 +30,8 @@ from urllib.parse import unquote, urlencode, urlsplit
 
 import msgspec
 
+from ..addresses import AddressClass, host_class
+from ..errors import ErrorCode, VidError
 from .store import Client, Grant, OAuthStore
 
 __all__ = [
@@ -54,7 +56,23 @@ MAX_URI_CHARS = 2000
 MAX_NAME_CHARS = 200
 AUTH_METHODS = ("none", "client_secret_post", "client_secret_basic")
 GRANT_TYPES = ("authorization_code", "refresh_token")
-_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+_PRIVATE_SCHEME = re.compile(r"[a-z][a-z0-9+.-]{1,63}")
+_NEVER_SCHEMES = frozenset(
+    {
+        "http",
+        "https",
+        "javascript",
+        "data",
+        "file",
+        "vbscript",
+        "blob",
+        "about",
+        "filesystem",
+        "ws",
+        "wss",
+        "ftp",
+    }
+)
 
 
 def digest(secret: str) -> str:
@@ -108,9 +126,13 @@ class _Registration(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
 _decode_registration = msgspec.json.Decoder(_Registration).decode
 
 
-def redirect_uri_problem(uri: Any) -> str | None:
-    """Why ``uri`` cannot be a redirect URI, or ``None``: ``https`` with a host, or ``http`` to a
-    loopback host (native apps, RFC 8252 §7.3); never a fragment, ``javascript:`` or ``data:``."""
+def redirect_uri_problem(uri: Any, *, public: bool = True) -> str | None:
+    """Why ``uri`` cannot be a redirect URI, or ``None``: ``https`` with a host, ``http`` to a
+    loopback host (native apps, RFC 8252 §7.3), or, for a public client, a private-use scheme
+    with a host (RFC 8252 §7.1: Cursor registers ``cursor://anysphere.cursor-mcp/oauth/callback``
+    beside its https and loopback ones); never a fragment, ``javascript:``, ``data:``, ``file:``
+    and their kind, nor plain ``http`` elsewhere. A private-use scheme can be claimed by another
+    app on the machine; the code it would intercept is useless without the PKCE verifier."""
     if not isinstance(uri, str) or not uri:
         return "a redirect URI must be a non-empty string"
     if len(uri) > MAX_URI_CHARS:
@@ -129,24 +151,33 @@ def redirect_uri_problem(uri: Any) -> str | None:
         return "a redirect URI carries no user name or password"
     if parts.scheme == "https" and host:
         return None
-    if parts.scheme == "http" and _is_loopback(host):
+    if parts.scheme == "http" and host_class(host) is AddressClass.LOOPBACK:
         return None
-    return "a redirect URI is https, or http to a loopback address (127.0.0.1, [::1], localhost)"
-
-
-def _is_loopback(host: str) -> bool:
-    if host in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    if public and host and _PRIVATE_SCHEME.fullmatch(parts.scheme) and parts.scheme not in _NEVER_SCHEMES:
+        return None
+    return (
+        "a redirect URI is https, http to a loopback address (127.0.0.1, [::1], localhost), or an app's "
+        "own scheme with a host (public clients)"
+    )
 
 
 def _check_origin(origin: str) -> str:
-    parts = urlsplit(origin)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
-        raise ValueError("VID2CONTEXT_PUBLIC_ORIGIN must be an origin such as https://v2c.example.com")
+    """``VID2CONTEXT_PUBLIC_ORIGIN`` as ``scheme://host[:port]``; ``bad-request`` naming the
+    variable (never its value) when it is not one."""
+    try:
+        parts = urlsplit(origin.strip())
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.path in ("", "/")
+        valid = valid and not parts.query and not parts.fragment and parts.username is None
+        parts.port  # noqa: B018  (raises on a malformed port)
+    except ValueError:
+        valid = False
+    if not valid:
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            "VID2CONTEXT_PUBLIC_ORIGIN is not an origin.",
+            hint="Set VID2CONTEXT_PUBLIC_ORIGIN to scheme and host only, such as https://v2c.example.com, "
+            "or unset it to use each request's own origin.",
+        )
     return f"{parts.scheme}://{parts.netloc}"
 
 
@@ -253,14 +284,14 @@ class OAuthServer:
                 f"Give 1 to {MAX_REDIRECT_URIS} redirect_uris.",
                 hint="List the URIs this client receives the code at.",
             )
+        method = asked.token_endpoint_auth_method or "client_secret_basic"
         for uri in asked.redirect_uris:
-            if problem := redirect_uri_problem(uri):
+            if problem := redirect_uri_problem(uri, public=method == "none"):
                 raise OAuthError(
                     "invalid_redirect_uri",
                     f"Redirect URI refused: {problem}.",
                     hint="Use an https redirect URI, or http to 127.0.0.1 / localhost, without a fragment.",
                 )
-        method = asked.token_endpoint_auth_method or "client_secret_basic"
         grant_types = asked.grant_types or ["authorization_code"]
         if method not in AUTH_METHODS:
             raise _metadata_error(f"token_endpoint_auth_method must be one of {', '.join(AUTH_METHODS)}.")
