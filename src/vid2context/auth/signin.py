@@ -177,7 +177,10 @@ class SignIn:
         if raw is None:
             raise _bad_signin("the state is unknown, used or older than ten minutes")
         await self.kv.delete(key)  # single use, whatever happens next
-        pending = msgspec.json.decode(raw, type=_Pending)
+        try:
+            pending = msgspec.json.decode(raw, type=_Pending)
+        except msgspec.DecodeError:
+            raise _bad_signin("the state's record is unreadable") from None
         if error:
             raise _bad_signin(f"GitHub answered {error[:40]!r} (the request was not approved)")
         if not code or len(code) > 256:
