@@ -681,3 +681,16 @@ async def test_no_token_session_key_or_secret_in_a_log_line_or_a_response(
                 assert shown.count(secret) == 1  # shown once: in its creation answer
                 continue
             assert secret not in shown, f"the {what} is in the answer to {response.request.url}"
+
+
+async def test_sign_in_is_limited_per_address(runtimes: Runtimes, github: FakeGitHub) -> None:
+    """Sign-in needs no credentials, so the per-address bucket (``VID2CONTEXT_RATE_LIMIT``) is what
+    holds a flood of it back."""
+    async with hosted_app(runtimes, github, VID2CONTEXT_RATE_LIMIT="60", VID2CONTEXT_RATE_BURST="3") as (
+        _,
+        browser,
+    ):
+        answers = [await browser.http.get("/api/v1/auth/github/login") for _ in range(4)]
+        assert [a.status_code for a in answers] == [302, 302, 302, 429]
+        assert int(answers[-1].headers["retry-after"]) >= 1
+        assert answers[-1].json()["error"]["code"] == "rate-limited"
