@@ -56,7 +56,9 @@ async def _fill(store: Any, n: int) -> tuple[str, str]:
                 account.id, f"key_{i}_{k}", "bench", digest(key), key[:8], now="2026-12-01T00:00:00Z"
             )
         session = f"session-{i}-" + "y" * 32
-        await store.open_session(account.id, digest(session), expires_at=int(time.time()) + 86_400)
+        await store.open_session(
+            account.id, digest(session), expires_at=int(time.time()) + 86_400, now=int(time.time())
+        )
     return key, session
 
 

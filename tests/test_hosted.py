@@ -694,3 +694,42 @@ async def test_sign_in_is_limited_per_address(runtimes: Runtimes, github: FakeGi
         assert [a.status_code for a in answers] == [302, 302, 302, 429]
         assert int(answers[-1].headers["retry-after"]) >= 1
         assert answers[-1].json()["error"]["code"] == "rate-limited"
+
+
+@EVERY_STORE
+async def test_the_account_store_contract(runtimes: Runtimes) -> None:
+    """One suite over the three stores (memory, SQLite, D1): what ``AccountStore`` promises."""
+    from vid2context.auth.hosted import Hosted
+
+    store = Hosted(await runtimes.build({"VID2CONTEXT_HOSTED": "1"})).store
+    first = await store.sign_in(1, "ada", now="2026-12-01T00:00:00Z")
+    again = await store.sign_in(1, "ada-renamed", now="2026-12-02T00:00:00Z")
+    assert (again.id, again.login, again.created_at) == (first.id, "ada-renamed", "2026-12-01T00:00:00Z")
+    other = await store.sign_in(2, "bob", now="2026-12-01T00:00:00Z")
+    assert other.id != first.id and await store.get_account(other.id) == other
+    assert await store.get_account("acct_none") is None
+
+    await store.open_session(first.id, "d-old", expires_at=100, now=0)
+    assert (await store.session_account("d-old", now=99)).id == first.id  # type: ignore[union-attr]
+    assert await store.session_account("d-old", now=100) is None  # expired
+    await store.open_session(first.id, "d-live", expires_at=500, now=50)
+    await store.open_session(other.id, "d-bob", expires_at=150, now=0)
+    await store.open_session(first.id, "d-new", expires_at=900, now=200)  # d-old ended by 200: gone
+    assert await store.session_account("d-old", now=50) is None
+    assert (await store.session_account("d-live", now=300)).id == first.id  # type: ignore[union-attr]
+    assert (await store.session_account("d-bob", now=120)).id == other.id  # type: ignore[union-attr]
+    await store.close_session("d-live")
+    await store.close_session("d-unknown")
+    assert await store.session_account("d-live", now=300) is None
+
+    made = await store.add_key(first.id, "key_a", "laptop", "kd-a", "v2c_abcd", now="2026-12-01T00:00:01Z")
+    await store.add_key(first.id, "key_b", "ci", "kd-b", "v2c_efgh", now="2026-12-01T00:00:02Z")
+    assert [k.id for k in await store.list_keys(first.id)] == ["key_a", "key_b"]
+    assert await store.list_keys(other.id) == []
+    found = await store.key_account("kd-a")
+    assert found is not None and found[0].id == first.id and found[1] == made
+    assert await store.key_account("kd-none") is None
+    assert await store.delete_key(other.id, "key_a") is False  # not bob's
+    assert await store.delete_key(first.id, "key_a") is True
+    assert await store.delete_key(first.id, "key_a") is False
+    assert await store.key_account("kd-a") is None

@@ -118,8 +118,9 @@ class AccountStore(Protocol):
         """The account, or ``None`` when there is none with that id."""
         ...
 
-    async def open_session(self, account_id: str, session_digest: str, *, expires_at: int) -> None:
-        """Record a sign-in by its session's digest, valid until ``expires_at`` (Unix seconds)."""
+    async def open_session(self, account_id: str, session_digest: str, *, expires_at: int, now: int) -> None:
+        """Record a sign-in by its session's digest, valid until ``expires_at`` (Unix seconds); the
+        account's sessions that ended by ``now`` are forgotten."""
         ...
 
     async def session_account(self, session_digest: str, *, now: int) -> Account | None:

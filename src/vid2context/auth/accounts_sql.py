@@ -59,7 +59,11 @@ class SqlAccounts:
         rows = await self.sql.rows(_ACCOUNT + " WHERE id = ?", (account_id,))
         return _account(rows[0]) if rows else None
 
-    async def open_session(self, account_id: str, session_digest: str, *, expires_at: int) -> None:
+    async def open_session(self, account_id: str, session_digest: str, *, expires_at: int, now: int) -> None:
+        # The account's expired sign-ins go as a new one comes, so the table keeps live ones only.
+        await self.sql.run(
+            "DELETE FROM account_sessions WHERE account_id = ? AND expires_at <= ?", (account_id, now)
+        )
         await self.sql.run(
             "INSERT INTO account_sessions (digest, account_id, expires_at) VALUES (?, ?, ?)",
             (session_digest, account_id, expires_at),
@@ -139,7 +143,10 @@ class MemoryAccounts:
     async def get_account(self, account_id: str) -> Account | None:
         return self._accounts.get(account_id)
 
-    async def open_session(self, account_id: str, session_digest: str, *, expires_at: int) -> None:
+    async def open_session(self, account_id: str, session_digest: str, *, expires_at: int, now: int) -> None:
+        for digest, (owner, ends) in list(self._sessions.items()):
+            if owner == account_id and ends <= now:
+                del self._sessions[digest]
         self._sessions[session_digest] = (account_id, expires_at)
 
     async def session_account(self, session_digest: str, *, now: int) -> Account | None:

@@ -192,7 +192,9 @@ class SignIn:
         account = await self.store.sign_in(user.id, user.login, now=now_text(now))
         session = secrets.token_urlsafe(32)
         max_age = self.session_days * 86_400
-        await self.store.open_session(account.id, digest(session), expires_at=int(now) + max_age)
+        await self.store.open_session(
+            account.id, digest(session), expires_at=int(now) + max_age, now=int(now)
+        )
         return pending.next, cookie(SESSION_COOKIE, session, max_age=max_age)
 
     async def sign_out(self, scope: Any) -> SetCookie:
