@@ -80,6 +80,19 @@ async def test_discovery_names_the_resource_and_the_endpoints(oauth: Oauth) -> N
     ]
 
 
+async def test_browser_clients_may_read_the_json_endpoints(oauth: Oauth) -> None:
+    for path in ("/.well-known/oauth-authorization-server", "/oauth/register", "/oauth/token"):
+        preflight = await oauth.http.options(
+            path, headers={"Origin": "https://inspector.example", "Access-Control-Request-Method": "POST"}
+        )
+        assert preflight.status_code == 204 and preflight.headers["access-control-allow-origin"] == "*"
+        assert "Content-Type" in preflight.headers["access-control-allow-headers"]
+    answer = await oauth.http.post(
+        "/oauth/token", data={"grant_type": "x"}, headers={"Origin": "https://a.example"}
+    )
+    assert answer.headers["access-control-allow-origin"] == "*"
+
+
 async def test_mcp_answers_401_with_the_resource_metadata(oauth: Oauth) -> None:
     response = await oauth.flow.mcp("not-a-token")
     assert response.status_code == 401
@@ -245,6 +258,18 @@ async def test_refresh_rotates_and_a_reused_refresh_token_revokes_its_family(oau
     assert (await oauth.flow.mcp(second["access_token"])).status_code == 401
     assert (await oauth.flow.mcp(first["access_token"])).status_code == 401
     _error(await oauth.flow.refresh(client, second["refresh_token"]), 400, "invalid_grant")
+
+
+async def test_a_refresh_asking_another_scope_spends_nothing(oauth: Oauth) -> None:
+    client = await oauth.flow.register()
+    tokens = await oauth.flow.tokens(client)
+    data = {
+        "grant_type": "refresh_token",
+        "refresh_token": tokens["refresh_token"],
+        "client_id": client["client_id"],
+    }
+    _error(await oauth.http.post("/oauth/token", data={**data, "scope": "admin"}), 400, "invalid_scope")
+    assert (await oauth.flow.refresh(client, tokens["refresh_token"])).status_code == 200
 
 
 async def test_a_refresh_token_belongs_to_its_client(oauth: Oauth) -> None:

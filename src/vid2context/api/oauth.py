@@ -19,8 +19,9 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import msgspec
-from litestar import Request, Response, get, post
+from litestar import Request, Response, get, post, route
 from litestar.datastructures import State
+from litestar.enums import HttpMethod
 
 from ..auth.consent import Approver, OwnerKeyApprover, consent_page, message_page
 from ..auth.server import OAuthError, OAuthServer
@@ -34,7 +35,7 @@ __all__ = ["MAX_FORM_BYTES", "OAuthRoutes", "oauth_routes"]
 MAX_FORM_BYTES = 16 * 1024
 _encode = msgspec.json.Encoder().encode
 _NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
-_PUBLIC_JSON = {"Access-Control-Allow-Origin": "*", "Cache-Control": "public, max-age=3600"}
+_PUBLIC_JSON = {"Cache-Control": "public, max-age=3600"}
 _PAGE_HEADERS = {
     **_NO_STORE,
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
@@ -82,8 +83,20 @@ def _pairs(text: str) -> dict[str, str]:
     return found
 
 
+_CORS = {"Access-Control-Allow-Origin": "*"}
+"""On every JSON answer: browser-based MCP clients read them, and no cookie is ever involved."""
+_PREFLIGHT = {
+    **_CORS,
+    "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+    "Access-Control-Allow-Headers": "Authorization, Content-Type, MCP-Protocol-Version",
+    "Access-Control-Max-Age": "600",
+}
+
+
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response[bytes]:
-    return Response(_encode(body), status_code=status, media_type="application/json", headers=headers)
+    return Response(
+        _encode(body), status_code=status, media_type="application/json", headers={**_CORS, **(headers or {})}
+    )
 
 
 def _oauth_error(error: OAuthError) -> Response[bytes]:
@@ -232,9 +245,26 @@ def oauth_routes(runtime: Runtime, approver: Approver | None = None) -> OAuthRou
             return _oauth_error(bad.error)
         except OAuthError as error:
             return _oauth_error(error)
-        return Response(b"", status_code=200, headers=_NO_STORE)
+        return Response(b"", status_code=200, headers={**_CORS, **_NO_STORE})
+
+    @route(
+        [
+            "/.well-known/oauth-protected-resource",
+            "/.well-known/oauth-protected-resource/mcp",
+            "/.well-known/oauth-authorization-server",
+            "/oauth/register",
+            "/oauth/token",
+            "/oauth/revoke",
+        ],
+        http_method=[HttpMethod.OPTIONS],
+        include_in_schema=False,
+        sync_to_thread=False,
+    )
+    def preflight() -> Response[None]:
+        return Response(None, status_code=204, headers=_PREFLIGHT)
 
     handlers = [
+        preflight,
         protected_resource,
         authorization_server,
         register,

@@ -10,8 +10,9 @@ so the redirect host is shown beside it as the fact to check.
 
 - ``sign_in_html(error)``: the HTML inside the form before the buttons (a field, a link, or the
   signed-in account's name), with ``error`` (already plain text) shown when the last try failed;
-- ``approve(form, request)``: given the posted form (a ``dict`` of strings) and the Litestar
-  ``Request`` (for cookies and the client address), either the ``subject`` that approved
+- ``approve(form, request, address)``: given the posted form (a ``dict`` of strings), the
+  Litestar ``Request`` (for cookies) and the client's address (for limits; ``client_ip``'s
+  answer), either the ``subject`` that approved
   (``Approval(subject=...)``), or a refusal (``Approval(error=..., retry_after=...)``), which shows
   the page again with the error and no code.
 

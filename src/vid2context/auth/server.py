@@ -486,6 +486,8 @@ class OAuthServer:
             raise _invalid_grant("The refresh token is not valid.")
         if not hmac.compare_digest(current.client_id, client.client_id):
             raise _invalid_grant("The refresh token was issued to another client.")
+        if form.get("scope") not in (None, "", SCOPE):  # checked before the token is spent
+            raise OAuthError("invalid_scope", 'The only scope is "mcp".', hint=_RESTART)
         used = await self.store.use_grant(token_hash, "refresh")
         if used is None:
             raise _invalid_grant("The refresh token is not valid.")
@@ -495,8 +497,6 @@ class OAuthServer:
             raise _invalid_grant("The refresh token was used before: every token of its grant is revoked.")
         if grant.expires_at <= self.clock():
             raise _invalid_grant("The refresh token expired.")
-        if form.get("scope") not in (None, "", SCOPE):
-            raise OAuthError("invalid_scope", 'The only scope is "mcp".', hint=_RESTART)
         return grant
 
     async def _issue(self, grant: Grant, *, refresh: bool) -> dict[str, Any]:
