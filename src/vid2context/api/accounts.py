@@ -3,8 +3,10 @@
 Thin skins over ``auth.hosted.Hosted``, which the app makes once in hosted mode and keeps in its
 state. Outside hosted mode every one of these routes is ``not-found`` with a hint naming the
 setting. Sign-in answers are redirects (``302``) for a browser; an error on the way (a forged or
-spent state, no code, GitHub failing) is the API's error body with the contract's code. A created
-key is in its ``201`` answer and nowhere else, with ``Cache-Control: no-store``.
+spent state, no code, GitHub failing) is the API's error body with the contract's code. Each
+answer sets one cookie at most: the Worker's ASGI adapter (``workers.asgi``) keeps only the last
+header of a name. A created key is in its ``201`` answer and nowhere else, with
+``Cache-Control: no-store``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from litestar.response import Redirect
 from ..auth.accounts import CreatedKey, KeyList, Me, NewKeyRequest, Usage
 from ..auth.consent_github import authorize_return_path
 from ..auth.hosted import Hosted, Principal
-from ..auth.signin import CALLBACK_PATH, STATE_COOKIE, SetCookie
+from ..auth.signin import SetCookie
 from ..errors import ErrorCode, VidError
 from .params import BODY_ERRORS, decode_body
 
@@ -90,10 +92,10 @@ async def github_callback(
     """Where GitHub sends the browser back: sets the session cookie and redirects to ``next``."""
     hosted = _hosted(request)
     next_path, session = await hosted.signin.finish(request.scope, state=state_value, code=code, error=error)
-    cleared = SetCookie(STATE_COOKIE, "", CALLBACK_PATH, 0)
-    return Redirect(
-        next_path, status_code=302, cookies=[_cookie(session), _cookie(cleared)], headers=_NO_STORE
-    )
+    # One cookie per answer: the Worker's ASGI adapter builds its headers with Object.fromEntries,
+    # which keeps only the last of repeated names. The state cookie, spent in KV already, is left
+    # to expire (ten minutes, on the callback's path only).
+    return Redirect(next_path, status_code=302, cookies=[_cookie(session)], headers=_NO_STORE)
 
 
 @get("/api/v1/auth/github/consent", status_code=302)
