@@ -97,13 +97,9 @@ class NewKeyRequest(_Wire, forbid_unknown_fields=True):
     name: str
 
 
-class CreatedKey(_Wire, frozen=True):
+class CreatedKey(AccountKey, frozen=True):
     """``POST /api/v1/me/keys``: the only answer that ever carries the key."""
 
-    id: str
-    name: str
-    prefix: str
-    created_at: str
     key: str
 
 
