@@ -736,3 +736,24 @@ async def test_the_account_store_contract(runtimes: Runtimes) -> None:
     assert await store.delete_key(first.id, "key_a") is True
     assert await store.delete_key(first.id, "key_a") is False
     assert await store.key_account("kd-a") is None
+
+
+@pytest.mark.parametrize("runtime_kind", ["worker"], indirect=True)
+async def test_sign_in_as_the_worker_serves_it(runtimes: Runtimes, github: FakeGitHub) -> None:
+    """Through ``WorkerLikeApp``: the lifespan around every request (so nothing of a sign-in may
+    live in the app between requests), no client address but ``CF-Connecting-IP``."""
+    from .runtimes import WorkerLikeApp
+
+    runtime = await runtimes.build({**github.settings(), "VID2CONTEXT_RATE_LIMIT": "0"})
+    transport = httpx.ASGITransport(app=WorkerLikeApp(create_app(runtime, owns_runtime=False)))
+    async with httpx.AsyncClient(
+        transport=transport, base_url="https://v2c.example", headers={"CF-Connecting-IP": "198.51.100.4"}
+    ) as http:
+        browser = Browser(http, github)
+        done = await browser.sign_in()
+        assert done.status_code == 302, done.text
+        assert github.seen.authorize[-1]["redirect_uri"] == "https://v2c.example/api/v1/auth/github/callback"
+        made = await browser.request("POST", "/api/v1/me/keys", json={"name": "edge"})
+        assert made.status_code == 201, made.text
+        me = await http.get("/api/v1/me", headers={"Authorization": f"Bearer {made.json()['key']}"})
+        assert me.status_code == 200 and me.json()["login"] == "octocat"
