@@ -129,6 +129,7 @@ class Runtimes:
         runtime = build_runtime(
             settings, storage=stores.storage, kv=stores.kv, blobs=stores.blobs, vectors=vectors
         )
+        runtime.sql = SQLiteSql(stores.storage.database)
         runtime.oauth = SqlOAuthStore(SQLiteSql(stores.storage.database), stores.kv)  # as build_local_runtime
         return runtime
 

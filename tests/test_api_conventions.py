@@ -851,7 +851,7 @@ def fake_granian(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
 
     FakeGranian.calls = []
     monkeypatch.setattr(granian, "Granian", FakeGranian)
-    for name in ("VID2CONTEXT_API_KEYS", "VID2CONTEXT_SHUTDOWN_TIMEOUT_MS"):
+    for name in ("VID2CONTEXT_API_KEYS", "VID2CONTEXT_SHUTDOWN_TIMEOUT_MS", "VID2CONTEXT_HOSTED"):
         monkeypatch.delenv(name, raising=False)
     return FakeGranian.calls
 
@@ -887,6 +887,15 @@ def test_serve_with_keys_binds_everywhere(
     assert cli.main(["serve", "--host", "127.0.0.1"]) == 0
     assert fake_granian[-1]["address"] == "127.0.0.1"
     assert PLAIN_KEY not in capsys.readouterr().err
+
+
+def test_serve_in_hosted_mode_binds_everywhere_without_keys(
+    fake_granian: list[dict], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("VID2CONTEXT_HOSTED", "1")  # nothing is open but sign-in
+    assert cli.main(["serve"]) == 0
+    assert fake_granian[-1]["address"] == "0.0.0.0"
+    assert "warning" not in capsys.readouterr().err
 
 
 def test_serve_refuses_malformed_keys(

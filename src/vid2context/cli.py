@@ -118,7 +118,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--host",
         default=None,
-        help=(f"address to bind; default {DEFAULT_HOST}, or {KEYED_HOST} when VID2CONTEXT_API_KEYS is set"),
+        help=(
+            f"address to bind; default {DEFAULT_HOST}, or {KEYED_HOST} when VID2CONTEXT_API_KEYS is set "
+            "or VID2CONTEXT_HOSTED=1"
+        ),
     )
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port; default {DEFAULT_PORT}")
     serve.add_argument(
@@ -419,8 +422,9 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     settings = load_settings(os.environ)  # fail fast on a bad setting, before the server starts
     keys = parse_api_keys(settings.api_keys)  # and on a malformed key entry
-    host = args.host or (KEYED_HOST if keys else DEFAULT_HOST)
-    if not keys and not _is_loopback(host):
+    closed = bool(keys) or settings.hosted  # hosted mode: only sign-in is open
+    host = args.host or (KEYED_HOST if closed else DEFAULT_HOST)
+    if not closed and not _is_loopback(host):
         if not args.allow_open:
             print(
                 f"error: bad-request: refusing to serve an open API on {host}: "

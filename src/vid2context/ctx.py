@@ -13,14 +13,21 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from .errors import ErrorCode, VidError, per_surface
 
-__all__ = ["Ctx", "Progress"]
+__all__ = ["METER", "Ctx", "Progress"]
 
 Progress = Callable[[str, float | None, str], None]
 """``progress(stage, fraction, message)``; fraction is 0..1 or ``None`` when unknown."""
+
+
+METER: ContextVar[Any] = ContextVar("vid2context_meter", default=None)
+"""What the calls of this request are counted against (hosted mode's ``auth.quotas.Meter``): set
+by the layer that knew the caller (the API's auth, the ``/mcp`` mount) around the request, and read
+by each ``Ctx`` made inside it; ``None`` everywhere else."""
 
 
 class Ctx:
@@ -37,6 +44,9 @@ class Ctx:
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self.progress_callback = progress
         self.memo: dict[Any, Any] = {}
+        self.meter: Any = METER.get()
+        """The caller's quotas in hosted mode (``auth.quotas.Meter``), else ``None``: the pipeline
+        counts a video read from its platform and the minutes sent to speech-to-text against it."""
         self.caller_model: Any = None
         """The calling MCP client's own model (``answers.llm.sampling.SamplingLlm``), set by the
         MCP layer for its tool calls; ``answers.llm.ladder.plan_llm`` offers it as a rung."""

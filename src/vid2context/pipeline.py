@@ -254,6 +254,8 @@ async def get_context(
                 attempts=[hit],
                 fetched_at=cached.fetched_at,
             )
+    if ctx.meter is not None:
+        await ctx.meter.video_read()  # hosted mode: a read from the platform counts; 429 when over
     key = (ref.id, checked_mode, (lang or "").lower(), refresh)
     # The shared run gets a context of its own: its own deadline and abort signal, so the first
     # caller's disconnect or shorter deadline does not fail the others waiting on it.
@@ -262,6 +264,7 @@ async def get_context(
         request_id=ctx.request_id,
         progress=ctx.progress_callback,
     )
+    shared.meter = ctx.meter
     try:
         return await runtime.flights.run(
             key,
@@ -403,15 +406,21 @@ async def transcribe(
     attempts.extend(_skipped(rung) for rung in runtime.stt if not rung.enabled)
     if not ready:
         raise _no_stt_rung(attempts)
+    if ctx.meter is not None:
+        await ctx.meter.stt_allowed()  # hosted mode: 429 once the day's minutes are spent
     errors: list[VidError] = []
     for rung in ready:
         try:
-            return await run_rung(
+            transcript = await run_rung(
                 attempts,
                 rung.id,
                 "stt",
                 lambda r=rung: transcribe_audio(r, audio, ctx, lang=lang, plan=runtime.stt_plan),
             )
+            if ctx.meter is not None:
+                spoken = transcript.segments[-1].end_sec if transcript.segments else 0.0
+                await ctx.meter.stt_used(audio.duration_sec or spoken)
+            return transcript
         except VidError as error:
             errors.append(error)
             if error.code in _LADDER_STOPS or ctx.remaining == 0:

@@ -113,6 +113,10 @@ class Runtime:
     """Who may refresh a due watch list (``watch.WatchClaims``): D1 on the Worker; ``None`` for
     the KV's atomic counter (``watch.KvClaims``), which the local SQLite KV makes safe across
     processes."""
+    sql: Any = None
+    """The library's database for tables beside the library's own (hosted mode's accounts): a
+    ``rows``/``run`` executor, ``storage.sqlite.SQLiteSql`` locally and ``storage.cloudflare.D1Sql``
+    on a Worker; ``None`` with memory storage, where accounts live in memory."""
     oauth: OAuthStore | None = None
     """The OAuth server's clients, codes and tokens (``auth/store.py``): SQLite locally, D1 and
     KV on the Worker, memory in ``build_runtime``."""
@@ -228,6 +232,7 @@ def build_local_runtime(
         settings, storage=stores.storage, kv=stores.kv, blobs=stores.blobs, http=http, name="local"
     )
     runtime.egress = egress
+    runtime.sql = SQLiteSql(stores.storage.database)
     runtime.vectors = open_vector_index(stores.storage.database.path)
     runtime.oauth = SqlOAuthStore(SQLiteSql(stores.storage.database), stores.kv)
     _add_local_stt(runtime)
@@ -331,6 +336,7 @@ def build_worker_runtime(env: Any) -> Runtime:
         blobs=R2Blobs(env.BUCKET),
         name="worker",
     )
+    runtime.sql = D1Sql(env.DB)
     runtime.oauth = EdgeOAuthStore(D1Sql(env.DB), runtime.kv)
     vectors = getattr(env, "VECTORS", None)
     runtime.vectors = None if vectors is None else VectorizeIndex(vectors, env.DB)

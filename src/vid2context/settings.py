@@ -503,6 +503,73 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "Supadata API base URL; unset: https://api.supadata.ai/v1.",
     ),
+    Setting(
+        "VID2CONTEXT_HOSTED",
+        "hosted",
+        "bool",
+        False,
+        "Hosted mode: accounts signed in with GitHub, each with its own API keys and daily quotas; "
+        "every route but health, /api/v1/auth/*, discovery and OAuth then needs a session or a key.",
+    ),
+    Setting(
+        "VID2CONTEXT_GITHUB_CLIENT_ID",
+        "github_client_id",
+        "str",
+        None,
+        "Client ID of the GitHub OAuth app that hosted mode signs people in with.",
+    ),
+    Setting(
+        "VID2CONTEXT_GITHUB_CLIENT_SECRET",
+        "github_client_secret",
+        "str",
+        None,
+        "Client secret of that GitHub OAuth app (a Worker secret: `wrangler secret put`).",
+    ),
+    Setting(
+        "VID2CONTEXT_GITHUB_URL",
+        "github_url",
+        "str",
+        None,
+        "GitHub's web origin for sign-in (authorize and token endpoints); unset: https://github.com.",
+    ),
+    Setting(
+        "VID2CONTEXT_GITHUB_API_URL",
+        "github_api_url",
+        "str",
+        None,
+        "GitHub's REST API origin (GET /user); unset: https://api.github.com.",
+    ),
+    Setting(
+        "VID2CONTEXT_SESSION_DAYS",
+        "session_days",
+        "int",
+        30,
+        "Days a hosted-mode sign-in lasts before GitHub is asked again.",
+        bounds=(1, 365),
+    ),
+    Setting(
+        "VID2CONTEXT_QUOTA_VIDEOS",
+        "quota_videos",
+        "int",
+        100,
+        "Videos an account may read from their platform per day (UTC) in hosted mode; library copies "
+        "do not count; 0: no limit.",
+    ),
+    Setting(
+        "VID2CONTEXT_QUOTA_STT_MINUTES",
+        "quota_stt_minutes",
+        "int",
+        60,
+        "Minutes of audio an account may send to speech-to-text per day (UTC) in hosted mode; 0: no limit.",
+    ),
+    Setting(
+        "VID2CONTEXT_QUOTA_ADDRESS_VIDEOS",
+        "quota_address_videos",
+        "int",
+        300,
+        "Videos one client address may read per day (UTC) in hosted mode, whatever the accounts; 0: "
+        "no limit.",
+    ),
 )
 
 
@@ -567,6 +634,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     cloudflare_base_url: str | None = None
     supadata_api_key: str | None = None
     supadata_base_url: str | None = None
+    hosted: bool = False
+    github_client_id: str | None = None
+    github_client_secret: str | None = None
+    github_url: str | None = None
+    github_api_url: str | None = None
+    session_days: int = 30
+    quota_videos: int = 100
+    quota_stt_minutes: int = 60
+    quota_address_videos: int = 300
 
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -12,6 +12,7 @@ from litestar.datastructures import State
 
 from ..held import Held
 from ..runtime import Runtime
+from .accounts import ACCOUNT_ROUTES
 from .answers import ANSWER_ROUTES
 from .ask import ASK_ROUTES
 from .catalog import formats, models
@@ -82,6 +83,16 @@ class IsolateApp(Litestar):
             yield
 
 
+def _approver(hosted: Any) -> Any:
+    """Who approves on the OAuth consent page: the signed-in account in hosted mode, else the
+    owner key (``None``: ``api/oauth.py``'s default)."""
+    if hosted is None:
+        return None
+    from ..auth.consent_github import GitHubApprover
+
+    return GitHubApprover(hosted)
+
+
 def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
     """The ASGI app for ``runtime``.
 
@@ -97,13 +108,18 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
     (``api/middleware``) wraps Litestar's whole handler, so it sees unknown routes too; a
     malformed ``VID2CONTEXT_API_KEYS`` fails here.
     """
-    middleware = build_middleware(runtime)
+    hosted = None
+    if runtime.settings.hosted:
+        from ..auth.hosted import Hosted
+
+        hosted = Hosted(runtime)
+    middleware = build_middleware(runtime, hosted=hosted)
     # Imported here, never at module top: the MCP SDK draws random numbers at import (not allowed
     # at Worker start-up).
     from ..mcp.http import mcp_http
 
-    oauth = oauth_routes(runtime) if runtime.settings.oauth else None
-    mcp = mcp_http(runtime, oauth=oauth.server if oauth else None)
+    oauth = oauth_routes(runtime, approver=_approver(hosted)) if runtime.settings.oauth else None
+    mcp = mcp_http(runtime, oauth=oauth.server if oauth else None, hosted=hosted)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
@@ -141,12 +157,13 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             upload,
             *JOB_ROUTES,
             *ANSWER_ROUTES,
+            *ACCOUNT_ROUTES,
             *mcp.route_handlers,
             *(oauth.route_handlers if oauth else ()),
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[lifespan, mcp.lifespan],
-        state=State({"runtime": runtime, "oauth": oauth.server if oauth else None}),
+        state=State({"runtime": runtime, "hosted": hosted, "oauth": oauth.server if oauth else None}),
         openapi_config=openapi_config(runtime.settings),
         logging_config=None,  # the process owns logging; access lines come from api/middleware
     )

@@ -49,7 +49,8 @@ from ..api.middleware._asgi import origin_of as _origin_of
 from ..api.middleware.auth import ApiKey, Auth, bearer_token, parse_api_keys
 from ..api.middleware.client import client_ip
 from ..api.middleware.cors import parse_origins
-from ..api.middleware.ratelimit import RateLimit
+from ..api.middleware.ratelimit import RateLimit, _address_bucket
+from ..ctx import METER
 from ..errors import ErrorCode, VidError
 from ..held import Held
 from ..runtime import Runtime
@@ -104,7 +105,11 @@ class McpHttp:
     """The ``/mcp`` mount: the checks, discovery, and the SDK's Streamable HTTP app behind them."""
 
     def __init__(
-        self, runtime: Runtime, server: VidServer | None = None, oauth: OAuthServer | None = None
+        self,
+        runtime: Runtime,
+        server: VidServer | None = None,
+        oauth: OAuthServer | None = None,
+        hosted: Any = None,
     ) -> None:
         settings = runtime.settings
         self.runtime = runtime
@@ -120,7 +125,17 @@ class McpHttp:
                 part.strip().lower() for part in (settings.mcp_allowed_hosts or "").split(",") if part.strip()
             ),
         )
-        self.auth = Auth(self._unused, keys=keys) if keys else None
+        self.auth = (
+            Auth(
+                self._unused,
+                keys=keys,
+                hosted=hosted,  # hosted mode: account keys too, and /mcp is never open
+                worker=runtime.name == "worker",
+                trust_proxy=settings.trust_proxy,
+            )
+            if keys or hosted is not None
+            else None
+        )
         rate = settings.mcp_rate_limit
         self.limiter = (
             RateLimit(
@@ -269,11 +284,20 @@ class McpHttp:
             await send_error(send, error, status=405, headers=[("Allow", "POST, OPTIONS"), *cors], head=head)
             return
         key_name = None
+        meter = None
         if self.auth is not None:
-            key_name = await self._identify(scope)
-            if key_name is None:
+            identified = await self._identify(scope)
+            if identified is None:
                 await self._unauthorized(scope, send, cors)
                 return
+            key_name, account_id = identified
+            if self.auth.hosted is not None and account_id is not None:
+                address = client_ip(
+                    scope, worker=self.runtime.name == "worker", trust_proxy=self.runtime.settings.trust_proxy
+                )
+                meter = self.auth.hosted.quotas.meter(
+                    account_id, _address_bucket(address).removeprefix("ip:")
+                )
         if self.limiter is not None:
             who = (
                 f"mcp:key:{key_name}"
@@ -313,23 +337,32 @@ class McpHttp:
                 message = {**message, "headers": [*(message.get("headers") or ()), *raw_cors]}
             await send(message)
 
-        await app(inner, receive, send_with_cors)
+        token = METER.set(meter)  # the tools' Ctx count against the account (hosted mode)
+        try:
+            await app(inner, receive, send_with_cors)
+        finally:
+            METER.reset(token)
 
     # -- checks -------------------------------------------------------------------------------------
 
-    async def _identify(self, scope: Scope) -> str | None:
-        """Who the bearer token names: a static token's name, ``oauth:<client_id>`` for a live
-        OAuth access token issued for this server's ``/mcp``, or ``None``."""
+    async def _identify(self, scope: Scope) -> tuple[str, str | None] | None:
+        """Who the bearer token names, and the hosted-mode account it counts against: a static
+        token's name (no account), an account key's ``acct:<id>``, ``oauth:<client_id>`` for a live
+        OAuth access token issued for this server's ``/mcp`` (its account: the grant's subject, in
+        hosted mode), or ``None``."""
         assert self.auth is not None
         authorization = header(scope, b"authorization")
-        key = self.auth.identify(authorization)
+        key = await self.auth.caller(scope, cookies=False)
         if key is not None:
-            return key.name
+            return key.name, None if isinstance(key, ApiKey) else key.account.id
         token = bearer_token(authorization)
         if self.oauth is None or token is None:
             return None
         grant = await self.oauth.check_access(token.decode("ascii"), _origin_of(scope))
-        return None if grant is None else "oauth:" + grant.client_id
+        if grant is None:
+            return None
+        hosted = self.auth.hosted is not None and grant.subject.startswith("acct_")
+        return "oauth:" + grant.client_id, grant.subject if hosted else None
 
     async def _unauthorized(self, scope: Scope, send: Send, cors: list[tuple[str, str]]) -> None:
         presented = header(scope, b"authorization") is not None
@@ -478,11 +511,12 @@ class McpRoutes:
 
 
 def mcp_http(
-    runtime: Runtime, server: VidServer | None = None, oauth: OAuthServer | None = None
+    runtime: Runtime, server: VidServer | None = None, oauth: OAuthServer | None = None, hosted: Any = None
 ) -> McpRoutes:
     """The ``/mcp`` mount and the discovery routes for ``runtime``; ``oauth``: its tokens open
-    ``/mcp`` too."""
-    glue = McpHttp(runtime, server, oauth)
+    ``/mcp`` too; ``hosted`` (hosted mode's ``auth.hosted.Hosted``): so do account keys, and
+    ``/mcp`` is never open."""
+    glue = McpHttp(runtime, server, oauth, hosted)
 
     @asgi(path="/mcp", is_mount=True, copy_scope=True)
     async def mcp_mount(scope: Scope, receive: Receive, send: Send) -> None:

@@ -7,7 +7,7 @@
     RobotsTag    X-Robots-Tag: noindex on /api/*
     EdgeUrl      this server's URL for the hints that name it (the Worker only)
     Cors         allowlist, preflights before auth          (VID2CONTEXT_CORS_ORIGINS)
-    Auth         API keys and scopes                        (VID2CONTEXT_API_KEYS)
+    Auth         API keys and scopes; accounts in hosted mode (VID2CONTEXT_API_KEYS, ..._HOSTED)
     RateLimit    token bucket per key or client address     (VID2CONTEXT_RATE_LIMIT)
     Limits       body size and request timeout              (VID2CONTEXT_MAX_BODY_KB, ..._PUSH_KB, ..._TIMEOUT_MS)
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TextIO
+from typing import Any, TextIO
 
 from litestar.types import ASGIApp
 
@@ -50,12 +50,14 @@ def build_middleware(
     *,
     clock: Callable[[], float] = time.time,
     log_stream: TextIO | None = None,
+    hosted: Any = None,
 ) -> list[Middleware]:
     """The layers for ``runtime``'s settings, outermost first.
 
     Raises ``bad-request`` for a malformed ``VID2CONTEXT_API_KEYS`` entry, so a bad key list
     stops app creation. ``clock`` (wall seconds) drives the rate limiter's buckets; ``log_stream``
-    replaces stderr for access-log lines.
+    replaces stderr for access-log lines; ``hosted`` (``auth.hosted.Hosted``, hosted mode) puts the
+    auth layer in front even without keys, taking accounts' keys and sessions too.
     """
     settings = runtime.settings
     keys = parse_api_keys(settings.api_keys)
@@ -68,8 +70,10 @@ def build_middleware(
         layers.append(EdgeUrl)
     if settings.cors_origins:
         layers.append(partial(Cors, origins=parse_origins(settings.cors_origins)))
-    if keys:
-        layers.append(partial(Auth, keys=keys))
+    if keys or hosted is not None:
+        layers.append(
+            partial(Auth, keys=keys, hosted=hosted, worker=worker, trust_proxy=settings.trust_proxy)
+        )
     if settings.rate_limit > 0:
         layers.append(
             partial(

@@ -10,6 +10,14 @@ config file need not hold the key itself. Scopes, from the contract:
 - ``write``: also every other ``POST``, ``PUT``, ``PATCH`` and ``DELETE``;
 - ``admin``: everything.
 
+In hosted mode (``VID2CONTEXT_HOSTED=1``, ``auth.hosted.Hosted``) the same layer also takes an
+account's own keys (``Bearer v2c_...``, looked up by digest) and its browser session (the
+``v2c_session`` cookie), and is present even without configured keys. An account may read
+(``read`` scope: the library is shared, so an account does not change it) and manage itself under
+``/api/v1/me``; a cookie-signed request that changes something must come from this origin (a
+foreign ``Origin`` is ``403``). ``/api/v1/auth/*`` stays open, so people can sign in. The account's
+quotas go with the request (``ctx.METER``).
+
 The presented key is hashed once and compared with ``hmac.compare_digest`` against *every*
 configured digest, without stopping at a match, so timing says nothing about which key or how
 much of it matched. ``/api/v1/health`` and ``/api/v1/openapi.json`` stay open. A missing or wrong
@@ -24,15 +32,30 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from litestar.types import ASGIApp, Receive, Scope, Send
 
+from ...ctx import METER
 from ...errors import ErrorCode, VidError
 from ..errors import send_error
 from ._asgi import OPEN_PATHS, canonical_path, header, is_api, state_of
+from .client import client_ip
+from .ratelimit import _address_bucket
 
-__all__ = ["READ_POSTS", "SCOPES", "ApiKey", "Auth", "bearer_token", "parse_api_keys", "required_scope"]
+if TYPE_CHECKING:
+    from ...auth.hosted import Hosted, Principal
+
+__all__ = [
+    "ACCOUNT_PATH",
+    "READ_POSTS",
+    "SCOPES",
+    "ApiKey",
+    "Auth",
+    "bearer_token",
+    "parse_api_keys",
+    "required_scope",
+]
 
 SCOPES = ("read", "write", "admin")
 _RANK = {scope: rank for rank, scope in enumerate(SCOPES)}
@@ -115,12 +138,48 @@ def required_scope(method: str, path: str) -> str:
     return "admin"
 
 
+ACCOUNT_PATH = "/api/v1/me"
+"""An account's own routes: any method, for the account itself."""
+_AUTH_PREFIX = "/api/v1/auth/"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 class Auth:
-    def __init__(self, app: ASGIApp, *, keys: tuple[ApiKey, ...]) -> None:
-        if not keys:
-            raise ValueError("Auth needs at least one key")
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        keys: tuple[ApiKey, ...],
+        hosted: Hosted | None = None,
+        worker: bool = False,
+        trust_proxy: bool = False,
+    ) -> None:
+        if not keys and hosted is None:
+            raise ValueError("Auth needs at least one key, or hosted mode")
         self.app = app
         self.keys = keys
+        self.hosted = hosted
+        self.worker = worker
+        self.trust_proxy = trust_proxy
+
+    async def caller(self, scope: Scope, *, cookies: bool = True) -> ApiKey | Principal | None:
+        """Who ``scope``'s request is: a configured key, else (hosted mode) an account by its key
+        or, with ``cookies`` and no bearer token at all, by its session cookie."""
+        authorization = header(scope, b"authorization")
+        key = self.identify(authorization)
+        if key is not None or self.hosted is None:
+            return key
+        match = _BEARER.fullmatch(authorization) if authorization else None
+        if match is not None:
+            token = match.group(1)
+            return (
+                await self.hosted.from_key(token.decode("latin-1"))
+                if self.hosted.is_account_key(token)
+                else None
+            )
+        if authorization is None and cookies:
+            return await self.hosted.from_session(scope)
+        return None
 
     def identify(self, authorization: bytes | None) -> ApiKey | None:
         """The configured key a ``Bearer`` header presents, compared in constant time."""
@@ -138,19 +197,25 @@ class Auth:
             await self.app(scope, receive, send)
             return
         path = canonical_path(scope["path"])
-        if not is_api(path) or path in OPEN_PATHS:
+        if not is_api(path) or path in OPEN_PATHS or (self.hosted and path.startswith(_AUTH_PREFIX)):
             await self.app(scope, receive, send)
             return
         authorization = header(scope, b"authorization")
-        key = self.identify(authorization)
+        key = await self.caller(scope)
         method = scope.get("method", "GET") if scope["type"] == "http" else "GET"
         if key is None:
             error = VidError(
                 ErrorCode.UNAUTHORIZED,
                 "An API key is required." if authorization is None else "The API key is not valid.",
-                hint="Send Authorization: Bearer <key> with a key from VID2CONTEXT_API_KEYS.",
+                hint="Sign in with GitHub at GET /api/v1/auth/github/login, or send Authorization: Bearer "
+                "<key> with a key from POST /api/v1/me/keys."
+                if self.hosted is not None
+                else "Send Authorization: Bearer <key> with a key from VID2CONTEXT_API_KEYS.",
             )
             await self._refuse(scope, send, error)
+            return
+        if not isinstance(key, ApiKey):
+            await self._account(key, scope, receive, send, path, method)
             return
         needed = required_scope(method, path)
         if _RANK[key.scope] < _RANK[needed]:
@@ -164,6 +229,42 @@ class Auth:
             return
         state_of(scope)["key_name"] = key.name
         await self.app(scope, receive, send)
+
+    async def _account(
+        self, principal: Principal, scope: Scope, receive: Receive, send: Send, path: str, method: str
+    ) -> None:
+        assert self.hosted is not None
+        own = path == ACCOUNT_PATH or path.startswith(ACCOUNT_PATH + "/")
+        if not own and required_scope(method, path) != "read":
+            error = VidError(
+                ErrorCode.FORBIDDEN,
+                f"An account may read; {method} {path[:100]} changes the shared library.",
+                hint="Tell the user an account's keys and sign-ins only read: changing the shared library "
+                "takes one of the server's own keys (VID2CONTEXT_API_KEYS); do not retry with this key.",
+            )
+            await self._refuse(scope, send, error)
+            return
+        origin = header(scope, b"origin")
+        if principal.via == "session" and method not in _SAFE_METHODS and origin is not None:
+            from ...auth.signin import request_origin
+
+            if origin.decode("latin-1").rstrip("/").lower() != request_origin(scope).lower():
+                error = VidError(
+                    ErrorCode.FORBIDDEN,
+                    "A signed-in browser may change its account from this site only.",
+                    hint="Send the request from this server's own pages, or with Authorization: Bearer <key>.",
+                )
+                await self._refuse(scope, send, error)
+                return
+        state = state_of(scope)
+        state["key_name"] = principal.name
+        state["account"] = principal
+        address = _address_bucket(client_ip(scope, worker=self.worker, trust_proxy=self.trust_proxy))
+        token = METER.set(self.hosted.meter(principal, address.removeprefix("ip:")))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            METER.reset(token)
 
     @staticmethod
     async def _refuse(scope: Scope, send: Send, error: VidError) -> None:
