@@ -20,6 +20,8 @@ __all__ = [
     "Paragraph",
     "Span",
     "chapter_spans",
+    "clock_times",
+    "plain_cues",
     "cite",
     "clean_text",
     "cues",
@@ -279,3 +281,48 @@ def cues(segments: Sequence[Segment]) -> list[Cue]:
         speaker = one_line(seg.speaker) or None
         result.append(Cue(start_ms, end_ms, lines, speaker))
     return result
+
+
+# Whitespace a cue's text would lose or change in ``cues``: any whitespace but a single space
+# (line breaks included), two spaces, or a space at either end of a text (texts joined by NUL).
+_UNCLEAN = re.compile(r"[^\S ]|  | \x00|\x00 |\x00\x00")
+
+
+def plain_cues(segments: Sequence[Segment]) -> tuple[list[int], list[int], list[str]] | None:
+    """``cues`` for the common case, as parallel lists (starts, ends, texts), or ``None``.
+
+    The common case is a transcript whose every segment is one line of clean text and has no
+    speaker, as caption parsers and speech-to-text produce: then each cue is its segment's text
+    as it is, and one search over all the texts at once says so, instead of cleaning each line.
+    Anything else is ``None``, and the caller uses ``cues``, which gives the same cues.
+    """
+    texts = [seg.text for seg in segments]
+    if not texts:
+        return [], [], []
+    joined = "\x00".join(texts)
+    if (
+        not texts[0]
+        or not texts[-1]
+        or joined[0] == " "
+        or joined[-1] == " "
+        or joined.count("\x00") != len(texts) - 1
+        or _UNCLEAN.search(joined) is not None
+        or any(seg.speaker for seg in segments)
+    ):
+        return None
+    starts = [max(0, round(seg.start_sec * 1000)) for seg in segments]
+    ends = [round(seg.end_sec * 1000) for seg in segments]
+    return starts, [e if e > s else s + MIN_CUE_MS for s, e in zip(starts, ends, strict=True)], texts
+
+
+def clock_times(values: Sequence[int], mark: str) -> list[str]:
+    """``HH:MM:SS<mark>mmm`` for each count of milliseconds (``mark`` is ``,`` in SRT, ``.`` in
+    WebVTT), negative ones as zero: integer divmods and one f-string each, for whole files."""
+    stamps = []
+    append = stamps.append
+    for value in values:
+        seconds, millis = divmod(value if value > 0 else 0, 1000)
+        minutes, seconds = divmod(seconds, 60)
+        hours, minutes = divmod(minutes, 60)
+        append(f"{hours:02d}:{minutes:02d}:{seconds:02d}{mark}{millis:03d}")
+    return stamps
