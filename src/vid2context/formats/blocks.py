@@ -315,14 +315,24 @@ def plain_cues(segments: Sequence[Segment]) -> tuple[list[int], list[int], list[
     return starts, [e if e > s else s + MIN_CUE_MS for s, e in zip(starts, ends, strict=True)], texts
 
 
+# Zero-padded numbers by table: a list index is several times cheaper than a format spec. The
+# 3,600 ``MM:SS`` of an hour are made on first use, not at import (the Worker's cold start).
+_PAD2 = [f"{n:02d}" for n in range(100)]
+_PAD3 = [f"{n:03d}" for n in range(1000)]
+_MM_SS: list[str] = []
+
+
 def clock_times(values: Sequence[int], mark: str) -> list[str]:
     """``HH:MM:SS<mark>mmm`` for each count of milliseconds (``mark`` is ``,`` in SRT, ``.`` in
-    WebVTT), negative ones as zero: integer divmods and one f-string each, for whole files."""
+    WebVTT), negative ones as zero: two integer divmods and padded digits from tables, for whole
+    files at once."""
+    if not _MM_SS:
+        _MM_SS.extend(f"{m}:{s}" for m in _PAD2[:60] for s in _PAD2[:60])
     stamps = []
     append = stamps.append
+    pad2, pad3, mm_ss = _PAD2, _PAD3, _MM_SS
     for value in values:
-        seconds, millis = divmod(value if value > 0 else 0, 1000)
-        minutes, seconds = divmod(seconds, 60)
-        hours, minutes = divmod(minutes, 60)
-        append(f"{hours:02d}:{minutes:02d}:{seconds:02d}{mark}{millis:03d}")
+        hours, rest = divmod(value if value > 0 else 0, 3_600_000)
+        seconds, millis = divmod(rest, 1000)
+        append(f"{pad2[hours] if hours < 100 else hours}:{mm_ss[seconds]}{mark}{pad3[millis]}")
     return stamps
