@@ -69,9 +69,14 @@ _HOSTILE = re.compile(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
 # with any cue the regex does not account for (attributes in another order, CDATA, comments,
 # a truncated body) goes to the strict ElementTree path instead, so speed never costs accuracy.
 _CLASSIC_CUE = re.compile(r'<text start="([0-9.]+)"(?: dur="([0-9.]+)")?\s*(?:/>|>([^<]*)</text>)')
+# The body as an unrolled loop with possessive quantifiers: runs of non-``<`` characters taken
+# whole, where a lazy ``.*?`` would try ``</p>`` at every character.
 _SRV3_CUE = re.compile(
-    r'<p t="([0-9]+)"(?: d="([0-9]+)")?(?: [a-zA-Z]+="[^"]*")*\s*(?:/>|>(.*?)</p>)', re.DOTALL
+    r'<p t="([0-9]+)"(?: d="([0-9]+)")?(?: [a-zA-Z]+="[^"]*")*\s*(?:/>|>([^<]*+(?:<(?!/p>)[^<]*+)*+)</p>)'
 )
+_OVER_THREE_DECIMALS = re.compile(r"\.[0-9]{4}")
+_EXACT_MS = 2.0**53 / 4  # a start plus a duration still an exact integer
+_decode_times = msgspec.json.Decoder(list[float]).decode
 _CLOSED_ROOT = re.compile(r"</(?:transcript|timedtext)>\s*$")
 # Cue texts are cleaned in one batch joined by NUL, which a caption file cannot contain (XML
 # forbids it; the fast path refuses documents that have one); no pattern below crosses it.
@@ -86,14 +91,28 @@ _FORMATTING_TAG = re.compile(
 # XML's references: its five named entities and numeric character references, nothing else.
 _XML_REF = re.compile(r"&(?:(lt|gt|amp|quot|apos)|#([0-9]+)|#x([0-9a-fA-F]+));")
 _XML_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
-_NOT_XML_NAMED = re.compile(r"&(?!(?:lt|gt|quot|apos|amp);)")
 _STRAY_AMPERSAND = re.compile(r"&(?!(?:lt|gt|amp|quot|apos|#[0-9]+|#x[0-9a-fA-F]+);)")
 # Caption files use the five XML entities almost exclusively; decoding those with str.replace is
 # an order of magnitude faster than a per-entity callback. ``&amp;`` comes last, so the "&" it
 # makes is never read again: one level of decoding, whatever the order of the others.
-_XML_ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&"))
-_HTML_ENTITIES = (*_XML_ENTITIES[:4], ("&#39;", "'"), ("&#x27;", "'"), ("&amp;", "&"))
-_NOT_COMMON_HTML = re.compile(r"&(?!(?:lt|gt|quot|apos|amp|#39|#x27);)")
+# The character references YouTube writes for quotes and line breaks go the same way: none of
+# them makes an "&", so their order among the others does not matter.
+_XML_ENTITIES = (
+    ("&lt;", "<"),
+    ("&gt;", ">"),
+    ("&quot;", '"'),
+    ("&apos;", "'"),
+    ("&#39;", "'"),
+    ("&#x27;", "'"),
+    ("&#34;", '"'),
+    ("&#x22;", '"'),
+    ("&#10;", "\n"),
+    ("&amp;", "&"),
+)
+_HTML_ENTITIES = (*_XML_ENTITIES[:6], ("&amp;", "&"))
+# A reference, or an "&" that starts none (listed alone, so no table has it).
+_REFERENCE = re.compile(r"&(?:#[0-9]+;|#[xX][0-9a-fA-F]+;|[A-Za-z][A-Za-z0-9]*;)?")
+_TABLE_KEYS = {table: frozenset(entity for entity, _ in table) for table in (_XML_ENTITIES, _HTML_ENTITIES)}
 
 
 class _NotXml(ValueError):
@@ -115,15 +134,26 @@ def _xml_char(match: re.Match[str]) -> str:
     raise _NotXml(match.group(0))
 
 
+def _replace_common(text: str, table: tuple[tuple[str, str], ...]) -> str | None:
+    """``text`` with its references decoded by ``str.replace`` when ``table`` has every one it
+    holds, else ``None``. One regex pass lists the references there are (an ``&`` that starts
+    none is listed alone), so only those are replaced: ten scans of a whole file cost more."""
+    present = set(_REFERENCE.findall(text))
+    if not present.issubset(_TABLE_KEYS[table]):
+        return None
+    for entity, char in table:
+        if entity in present:
+            text = text.replace(entity, char)
+    return text
+
+
 def _xml_unescape(text: str) -> str:
     """The XML parser's one level of decoding; ``_NotXml`` where a parser would stop."""
     if "&" not in text:
         return text
-    if _NOT_XML_NAMED.search(text) is None:
-        for entity, char in _XML_ENTITIES:
-            if entity in text:
-                text = text.replace(entity, char)
-        return text
+    decoded = _replace_common(text, _XML_ENTITIES)
+    if decoded is not None:
+        return decoded
     if _STRAY_AMPERSAND.search(text):
         raise _NotXml("an & that starts no reference")
     return _XML_REF.sub(_xml_char, text)  # one pass: a "&" it makes is not read again
@@ -133,12 +163,8 @@ def _html_unescape(text: str) -> str:
     """One level of HTML decoding (``&amp;lt;`` becomes ``&lt;``, not ``<``)."""
     if "&" not in text:
         return text
-    if _NOT_COMMON_HTML.search(text):
-        return html.unescape(text)
-    for entity, char in _HTML_ENTITIES:
-        if entity in text:
-            text = text.replace(entity, char)
-    return text
+    decoded = _replace_common(text, _HTML_ENTITIES)
+    return html.unescape(text) if decoded is None else decoded
 
 
 def _html_text(markup: str) -> str:
@@ -182,6 +208,10 @@ def _clean_many(raws: list[str], *, layer: str) -> list[str]:
         joined = _xml_unescape(joined)
     if layer != "plain":
         joined = _html_text(joined)
+    if "  " not in joined and joined.replace(_SEP, "").isprintable():
+        # No whitespace but single spaces (str.isprintable is False for every other kind), so
+        # nothing to collapse: only the spaces beside the separators and at the ends go.
+        return joined.replace(" " + _SEP, _SEP).replace(_SEP + " ", _SEP).strip(" ").split(_SEP)
     # str.split() collapses every run of whitespace in C; NUL is not whitespace, so the
     # separators survive, each with at most a space on either side for strip() to take.
     joined = " ".join(joined.split())
@@ -303,9 +333,12 @@ def _parse_fast(text: str) -> list[Segment] | None:
         texts = _clean_many([body for _, _, body in matches], layer="xml")
     except _NotXml:
         return None  # the strict path says what is wrong with it
-    segments: list[Segment] = []
+    segments = _segments_in_ms(matches, texts, seconds=scale == 1.0)
+    if segments is not None:
+        return segments
+    segments = []
     append = segments.append
-    try:  # one tight loop: this is the hot path for every YouTube transcript
+    try:  # numbers JSON does not read the same way (".5", "1.2.3", "1.2345"): one at a time
         for (start, duration, _), cue in zip(matches, texts, strict=True):
             if cue:  # self-closed and blank cues have no text
                 begin = float(start) / scale
@@ -314,6 +347,38 @@ def _parse_fast(text: str) -> list[Segment] | None:
     except ValueError:  # "1.2.3" matches [0-9.]+ but is no number
         return None
     return segments
+
+
+def _segments_in_ms(
+    matches: list[tuple[str, str, str]], texts: list[str], *, seconds: bool
+) -> list[Segment] | None:
+    """Segments with every time read by one msgspec decode, or ``None`` to read them one by one.
+
+    Times are whole milliseconds: srv3 writes them so, and a classic time in seconds with at most
+    three decimals is one once ``e3`` is appended (``"1.54e3"`` is 1540.0, exactly). Then
+    ``(start + duration) / 1000`` is exactly what rounding ``start + duration`` in seconds to
+    three decimals gives, so the one comprehension left does no rounding. Any number JSON would
+    read differently, or a time too large to be exact, sends the caller the slow way.
+    """
+    starts = [start for start, _, _ in matches]
+    durations = [duration or "0" for _, duration, _ in matches]
+    numbers = ",".join(starts) + "," + ",".join(durations)
+    if seconds:
+        if _OVER_THREE_DECIMALS.search(numbers):
+            return None
+        numbers = numbers.replace(",", "e3,") + "e3"
+    try:
+        values = _decode_times(f"[{numbers}]")
+    except msgspec.DecodeError:
+        return None
+    if values and max(values) > _EXACT_MS:
+        return None
+    count = len(starts)
+    return [
+        Segment(start_sec=start / 1000, end_sec=(start + duration) / 1000, text=text)
+        for start, duration, text in zip(values[:count], values[count:], texts, strict=True)
+        if text
+    ]
 
 
 def _parse_tree(text: str, source: str) -> list[Segment]:
