@@ -259,6 +259,47 @@ class _Json3(msgspec.Struct):
 _decode_json3 = msgspec.json.Decoder(_Json3).decode
 
 
+class _Json3EventMs(msgspec.Struct):
+    """An event as YouTube writes it: whole milliseconds, and a start always there."""
+
+    tStartMs: int
+    dDurationMs: int = 0
+    segs: list[_Json3Seg] | None = None
+
+
+class _Json3Ms(msgspec.Struct):
+    events: list[_Json3EventMs]
+
+
+_decode_json3_ms = msgspec.json.Decoder(_Json3Ms).decode
+
+
+def _json3_in_ms(events: list[_Json3EventMs]) -> list[Segment] | None:
+    """Segments from whole-millisecond events with one comprehension, or ``None`` when a time is
+    negative or too large to be exact (``_segments`` then clamps them as it always has).
+
+    ``t / 1000`` and ``(t + d) / 1000`` are exactly what rounding the sums in seconds to three
+    decimals gives, so no ``round`` per cue; the texts are cleaned in one batch.
+    """
+    cues = [event for event in events if event.segs is not None]
+    starts = [event.tStartMs for event in cues]
+    durations = [event.dDurationMs for event in cues]
+    if starts and (min(starts) < 0 or min(durations) < 0 or max(starts) + max(durations) > _EXACT_MS):
+        return None
+    raws = [
+        segs[0].utf8 if len(segs) == 1 else "".join([seg.utf8 for seg in segs])
+        for segs in [event.segs for event in cues]
+        if segs is not None
+    ]
+    if _SEP in "".join(raws):
+        raws = [raw.replace(_SEP, "") for raw in raws]
+    return [
+        Segment(start_sec=start / 1000, end_sec=(start + duration) / 1000, text=text)
+        for start, duration, text in zip(starts, durations, _clean_many(raws, layer="plain"), strict=True)
+        if text
+    ]
+
+
 def parse_json3(data: str | bytes | Mapping[str, Any], *, source: str = "the video") -> list[Segment]:
     """Segments from YouTube's json3 caption format.
 
@@ -268,6 +309,14 @@ def parse_json3(data: str | bytes | Mapping[str, Any], *, source: str = "the vid
     if not isinstance(data, Mapping):
         if len(data) > MAX_CAPTION_CHARS:
             raise _bad(source, "the file is too large")
+        try:
+            segments = _json3_in_ms(_decode_json3_ms(data).events)
+        except msgspec.ValidationError:  # a time in fractions of a millisecond, or none at all
+            segments = None
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            raise _bad(source, "it is not valid JSON") from exc
+        if segments is not None:
+            return segments
         try:
             events = _decode_json3(data).events
         except msgspec.ValidationError:
