@@ -84,6 +84,8 @@ _SEP = "\x00"
 # An element tag in raw XML (``<s t="200" ac="0">``, ``</s>``); quoted values may hold ``>``.
 # Possessive quantifiers: a tag never needs backtracking, and srv3 has one per word.
 _XML_TAG = re.compile(r"""<[^<>"'\x00]*+(?:(?:"[^"\x00]*+"|'[^'\x00]*+')[^<>"'\x00]*+)*+>""")
+# srv3's word element as YouTube writes it (``<s t="200" ac="0">``, ``<s>``).
+_SRV3_WORD = re.compile(r'<s(?: [a-z]+="[0-9]*+")*+>')
 # YouTube's formatting markup in the HTML layer, and nothing else (see the module docstring).
 _FORMATTING_TAG = re.compile(
     r"""</?(?:b|i|u|font)(?:[ \t\r\n\f](?:[^<>"'\x00]|"[^"\x00]*"|'[^'\x00]*')*)?/?>""", re.IGNORECASE
@@ -202,7 +204,11 @@ def _clean_many(raws: list[str], *, layer: str) -> list[str]:
     joined = _SEP.join(raws)
     if layer == "xml":
         if "<" in joined:
-            joined = _XML_TAG.sub("", joined)
+            # srv3's one element per word first, by str.replace and the simplest pattern:
+            # every match costs a sub, and the general _XML_TAG is the slower one to try.
+            joined = _SRV3_WORD.sub("", joined.replace("</s>", ""))
+            if "<" in joined:
+                joined = _XML_TAG.sub("", joined)
             if "<" in joined:
                 raise _NotXml("a < that starts no tag")
         joined = _xml_unescape(joined)
