@@ -21,6 +21,7 @@ __all__ = [
     "Span",
     "chapter_spans",
     "clock_times",
+    "numbered_cues",
     "plain_cues",
     "cite",
     "clean_text",
@@ -335,3 +336,16 @@ def clock_times(values: Sequence[int], mark: str) -> list[str]:
         seconds, millis = divmod(rest, 1000)
         append(f"{pad2[hours] if hours < 100 else hours}:{mm_ss[seconds]}{mark}{pad3[millis]}")
     return stamps
+
+
+def numbered_cues(starts: list[int], ends: list[int], texts: list[str], mark: str) -> list[str]:
+    """``number``, ``start --> end`` and the text of each cue from ``plain_cues``, one f-string
+    each (SRT and WebVTT write cues alike but for the time's ``mark``)."""
+    count = len(texts)
+    stamps = clock_times(starts + ends, mark)
+    return [
+        f"{number}\n{begin} --> {end}\n{text}"
+        for number, begin, end, text in zip(
+            range(1, count + 1), stamps[:count], stamps[count:], texts, strict=True
+        )
+    ]

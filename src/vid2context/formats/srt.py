@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..models import VideoContext
 from .base import RenderOptions
-from .blocks import clock_times, cues, plain_cues, segments_of
+from .blocks import cues, numbered_cues, plain_cues, segments_of
 
 __all__ = ["SrtFormatter", "srt_time"]
 
@@ -37,16 +37,9 @@ class SrtFormatter:
     def render(self, context: VideoContext, options: RenderOptions) -> str:
         segments = segments_of(context)
         plain = plain_cues(segments)
-        if plain is not None:  # one f-string per cue, times formatted in one batch
+        if plain is not None:  # one f-string per cue, times in one batch
             starts, ends, texts = plain
-            count = len(texts)
-            stamps = clock_times(starts + ends, ",")
-            blocks = [
-                f"{number}\n{begin} --> {end}\n{text}"
-                for number, begin, end, text in zip(
-                    range(1, count + 1), stamps[:count], stamps[count:], texts, strict=True
-                )
-            ]
+            blocks = numbered_cues(starts, ends, texts, ",")
             return "\n\n".join(blocks) + "\n" if blocks else ""
         blocks = []
         for number, cue in enumerate(cues(segments), start=1):

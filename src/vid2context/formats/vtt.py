@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..models import VideoContext
 from .base import RenderOptions
-from .blocks import clock_times, cues, plain_cues, segments_of
+from .blocks import cues, numbered_cues, plain_cues, segments_of
 
 __all__ = ["VttFormatter", "escape_cue_text", "vtt_time"]
 
@@ -36,18 +36,11 @@ class VttFormatter:
     def render(self, context: VideoContext, options: RenderOptions) -> str:
         segments = segments_of(context)
         plain = plain_cues(segments)
-        if plain is not None:  # one f-string per cue; times and escaping each in one batch
+        if plain is not None:  # one f-string per cue; times and escaping in batches
             starts, ends, texts = plain
-            count = len(texts)
-            stamps = clock_times(starts + ends, ".")
-            if count:  # escaped all at once: NUL, the separator, is not in any text
+            if texts:  # escaped all at once: NUL, the separator, is not in any text
                 texts = escape_cue_text("\x00".join(texts)).split("\x00")
-            blocks = [
-                f"{number}\n{begin} --> {end}\n{text}"
-                for number, begin, end, text in zip(
-                    range(1, count + 1), stamps[:count], stamps[count:], texts, strict=True
-                )
-            ]
+            blocks = numbered_cues(starts, ends, texts, ".")
             return "WEBVTT\n\n" + "\n\n".join(blocks) + "\n" if blocks else "WEBVTT\n"
         blocks = ["WEBVTT"]
         for number, cue in enumerate(cues(segments), start=1):
