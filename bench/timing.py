@@ -29,3 +29,36 @@ def measure(work: Callable[[], object], *, repeat: int = 15, warmup: int = 2) ->
         "p90_ms": round(samples[int(len(samples) * 0.9) - 1], 3),
         "cpu_median_ms": round(statistics.median(cpu), 3),
     }
+
+
+def compare(
+    ours: Callable[[], object], theirs: Callable[[], object], *, repeat: int = 31
+) -> dict[str, object]:
+    """Ours against a reference, run alternately in this process so both see the same load.
+
+    Medians of wall and CPU milliseconds for each side, and ``speedup``: the reference's CPU
+    median over ours (above 1 means ours is faster), with ``speedup_wall`` from wall time.
+    """
+    for _ in range(2):
+        ours()
+        theirs()
+    wall: dict[str, list[float]] = {"ours": [], "theirs": []}
+    cpu: dict[str, list[float]] = {"ours": [], "theirs": []}
+    for _ in range(repeat):
+        for side, work in (("ours", ours), ("theirs", theirs)):
+            started, started_cpu = time.perf_counter(), time.process_time()
+            work()
+            wall[side].append((time.perf_counter() - started) * 1000)
+            cpu[side].append((time.process_time() - started_cpu) * 1000)
+    medians = {
+        side: {
+            "median_ms": round(statistics.median(wall[side]), 3),
+            "cpu_median_ms": round(statistics.median(cpu[side]), 3),
+        }
+        for side in wall
+    }
+    return {
+        **medians,
+        "speedup": round(medians["theirs"]["cpu_median_ms"] / medians["ours"]["cpu_median_ms"], 2),
+        "speedup_wall": round(medians["theirs"]["median_ms"] / medians["ours"]["median_ms"], 2),
+    }

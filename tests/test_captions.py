@@ -343,3 +343,30 @@ def test_unusual_documents_leave_the_fast_path(document: str) -> None:
     from vid2context.providers.captions import _parse_fast
 
     assert _parse_fast(document) is None
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [
+            {"tStartMs": 0, "dDurationMs": 1540, "segs": [{"utf8": "Hey,"}, {"utf8": " this  is\n a test"}]},
+            {"tStartMs": 1540, "wWinId": 1, "segs": [{"utf8": "\n"}]},
+            {"tStartMs": 1540, "dDurationMs": 4160, "segs": [{"utf8": " <price> & &amp;lt; "}]},
+            {"tStartMs": 1600},
+            {"tStartMs": 5700, "dDurationMs": 3239, "segs": [{"utf8": "nul\u0000 inside \u00a0 nbsp"}]},
+            {"tStartMs": 10799999, "dDurationMs": 1, "segs": [{}]},
+            {"tStartMs": 10799999, "dDurationMs": 1, "segs": [{"utf8": "the last"}]},
+        ],
+        [{"tStartMs": -500, "dDurationMs": 1000, "segs": [{"utf8": "before zero"}]}],
+        [{"tStartMs": 100, "dDurationMs": -5, "segs": [{"utf8": "backwards"}]}],
+        [{"tStartMs": 0.5, "dDurationMs": 1000.25, "segs": [{"utf8": "fractions of a ms"}]}],
+    ],
+    ids=["usual", "negative-start", "negative-duration", "fractional-ms"],
+)
+def test_json3_fast_path_agrees_with_the_lenient_reading(events: list[dict[str, object]]) -> None:
+    """The whole-millisecond comprehension must give what the general reading gives."""
+    from vid2context.providers.captions import _parse_json3_leniently
+
+    document = json.dumps({"events": events})
+    assert parse_json3(document) == _parse_json3_leniently(json.loads(document), "test")
+    assert parse_json3(document)

@@ -882,3 +882,25 @@ def test_relevance_scores_the_parts_that_say_the_words() -> None:
     # A word every part says counts for less than one only some say.
     common = part_scores("engine kickstand", ["engine kickstand", "engine", "engine"])
     assert common[0] > 2 * part_scores("engine", ["engine kickstand", "engine", "engine"])[0]
+
+
+@pytest.mark.parametrize("format_id", ["srt", "vtt"])
+def test_plain_transcripts_render_as_the_general_path_does(format_id: str) -> None:
+    """One-line, speakerless transcripts take a batched path; it must write the same bytes as the
+    per-cue path, which a trailing space on each text (cleaned away) forces."""
+    texts = ["a < b & c > d", "&amp;lt; stays spelled out", "<i>words</i> -->", "x" * 300, "ünïcödé 字幕"]
+    times = [(-1.0, 0.5), (0.0, 0.0), (59.9995, 61.2), (3599.999, 3600.0), (36000.25, 35999.0)]
+    plain = [Segment(start_sec=s, end_sec=e, text=t) for (s, e), t in zip(times, texts, strict=True)]
+    padded = [Segment(start_sec=s, end_sec=e, text=t + " ") for (s, e), t in zip(times, texts, strict=True)]
+    formatter = FORMATTERS[format_id]
+
+    def rendered(segments: list[Segment]) -> str:
+        context = sample_context()
+        assert context.transcript is not None
+        transcript = msgspec.structs.replace(context.transcript, segments=segments)
+        return formatter.render(msgspec.structs.replace(context, transcript=transcript), RenderOptions())
+
+    fast = rendered(plain)
+    assert fast == rendered(padded)
+    assert fast.count(" --> ") == len(texts)
+    assert rendered([]) == ("WEBVTT\n" if format_id == "vtt" else "")

@@ -20,6 +20,9 @@ __all__ = [
     "Paragraph",
     "Span",
     "chapter_spans",
+    "clock_times",
+    "numbered_cues",
+    "plain_cues",
     "cite",
     "clean_text",
     "cues",
@@ -279,3 +282,70 @@ def cues(segments: Sequence[Segment]) -> list[Cue]:
         speaker = one_line(seg.speaker) or None
         result.append(Cue(start_ms, end_ms, lines, speaker))
     return result
+
+
+def plain_cues(segments: Sequence[Segment]) -> tuple[list[int], list[int], list[str]] | None:
+    """``cues`` for the common case, as parallel lists (starts, ends, texts), or ``None``.
+
+    The common case is a transcript whose every segment is one line of clean text and has no
+    speaker, as caption parsers and speech-to-text produce: then each cue is its segment's text
+    as it is, and a few checks over all the texts at once say so, instead of cleaning each line.
+    Anything else is ``None``, and the caller uses ``cues``, which gives the same cues.
+    """
+    texts = [seg.text for seg in segments]
+    if not texts:
+        return [], [], []
+    # str.isprintable is False for every whitespace character but the space (and for NUL, so
+    # no text holds the separator); then the texts are clean unless a space is doubled or at an
+    # end, which the NUL-joined string shows. All of it in C, without a regex.
+    joined = "\x00".join(texts)
+    if (
+        not "".join(texts).isprintable()
+        or "  " in joined
+        or " \x00" in joined
+        or "\x00 " in joined
+        or "\x00\x00" in joined
+        or joined[0] in " \x00"
+        or joined[-1] in " \x00"
+        or any(seg.speaker for seg in segments)
+    ):
+        return None
+    starts = [max(0, round(seg.start_sec * 1000)) for seg in segments]
+    ends = [round(seg.end_sec * 1000) for seg in segments]
+    return starts, [e if e > s else s + MIN_CUE_MS for s, e in zip(starts, ends, strict=True)], texts
+
+
+# Zero-padded numbers by table: a list index is several times cheaper than a format spec. The
+# 3,600 ``MM:SS`` of an hour are made on first use, not at import (the Worker's cold start).
+_PAD2 = [f"{n:02d}" for n in range(100)]
+_PAD3 = [f"{n:03d}" for n in range(1000)]
+_MM_SS: list[str] = []
+
+
+def clock_times(values: Sequence[int], mark: str) -> list[str]:
+    """``HH:MM:SS<mark>mmm`` for each count of milliseconds (``mark`` is ``,`` in SRT, ``.`` in
+    WebVTT), negative ones as zero: two integer divmods and padded digits from tables, for whole
+    files at once."""
+    if not _MM_SS:
+        _MM_SS.extend(f"{m}:{s}" for m in _PAD2[:60] for s in _PAD2[:60])
+    stamps = []
+    append = stamps.append
+    pad2, pad3, mm_ss = _PAD2, _PAD3, _MM_SS
+    for value in values:
+        hours, rest = divmod(value if value > 0 else 0, 3_600_000)
+        seconds, millis = divmod(rest, 1000)
+        append(f"{pad2[hours] if hours < 100 else hours}:{mm_ss[seconds]}{mark}{pad3[millis]}")
+    return stamps
+
+
+def numbered_cues(starts: list[int], ends: list[int], texts: list[str], mark: str) -> list[str]:
+    """``number``, ``start --> end`` and the text of each cue from ``plain_cues``, one f-string
+    each (SRT and WebVTT write cues alike but for the time's ``mark``)."""
+    count = len(texts)
+    stamps = clock_times(starts + ends, mark)
+    return [
+        f"{number}\n{begin} --> {end}\n{text}"
+        for number, begin, end, text in zip(
+            range(1, count + 1), stamps[:count], stamps[count:], texts, strict=True
+        )
+    ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..models import VideoContext
 from .base import RenderOptions
-from .blocks import cues, segments_of
+from .blocks import cues, numbered_cues, plain_cues, segments_of
 
 __all__ = ["SrtFormatter", "srt_time"]
 
@@ -35,8 +35,14 @@ class SrtFormatter:
     combines_videos = False
 
     def render(self, context: VideoContext, options: RenderOptions) -> str:
+        segments = segments_of(context)
+        plain = plain_cues(segments)
+        if plain is not None:  # one f-string per cue, times in one batch
+            starts, ends, texts = plain
+            blocks = numbered_cues(starts, ends, texts, ",")
+            return "\n\n".join(blocks) + "\n" if blocks else ""
         blocks = []
-        for number, cue in enumerate(cues(segments_of(context)), start=1):
+        for number, cue in enumerate(cues(segments), start=1):
             lines = list(cue.lines)
             if cue.speaker:
                 lines[0] = f"{cue.speaker}: {lines[0]}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..models import VideoContext
 from .base import RenderOptions
-from .blocks import cues, segments_of
+from .blocks import cues, numbered_cues, plain_cues, segments_of
 
 __all__ = ["VttFormatter", "escape_cue_text", "vtt_time"]
 
@@ -34,8 +34,16 @@ class VttFormatter:
     combines_videos = False
 
     def render(self, context: VideoContext, options: RenderOptions) -> str:
+        segments = segments_of(context)
+        plain = plain_cues(segments)
+        if plain is not None:  # one f-string per cue; times and escaping in batches
+            starts, ends, texts = plain
+            if texts:  # escaped all at once: NUL, the separator, is not in any text
+                texts = escape_cue_text("\x00".join(texts)).split("\x00")
+            blocks = numbered_cues(starts, ends, texts, ".")
+            return "WEBVTT\n\n" + "\n\n".join(blocks) + "\n" if blocks else "WEBVTT\n"
         blocks = ["WEBVTT"]
-        for number, cue in enumerate(cues(segments_of(context)), start=1):
+        for number, cue in enumerate(cues(segments), start=1):
             lines = [escape_cue_text(line) for line in cue.lines]
             if cue.speaker:
                 lines[0] = f"<v {escape_cue_text(cue.speaker)}>{lines[0]}</v>"

@@ -69,9 +69,14 @@ _HOSTILE = re.compile(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
 # with any cue the regex does not account for (attributes in another order, CDATA, comments,
 # a truncated body) goes to the strict ElementTree path instead, so speed never costs accuracy.
 _CLASSIC_CUE = re.compile(r'<text start="([0-9.]+)"(?: dur="([0-9.]+)")?\s*(?:/>|>([^<]*)</text>)')
+# The body as an unrolled loop with possessive quantifiers: runs of non-``<`` characters taken
+# whole, where a lazy ``.*?`` would try ``</p>`` at every character.
 _SRV3_CUE = re.compile(
-    r'<p t="([0-9]+)"(?: d="([0-9]+)")?(?: [a-zA-Z]+="[^"]*")*\s*(?:/>|>(.*?)</p>)', re.DOTALL
+    r'<p t="([0-9]+)"(?: d="([0-9]+)")?(?: [a-zA-Z]+="[^"]*")*\s*(?:/>|>([^<]*+(?:<(?!/p>)[^<]*+)*+)</p>)'
 )
+_OVER_THREE_DECIMALS = re.compile(r"\.[0-9]{4}")
+_EXACT_MS = 2.0**53 / 4  # a start plus a duration still an exact integer
+_decode_times = msgspec.json.Decoder(list[float]).decode
 _CLOSED_ROOT = re.compile(r"</(?:transcript|timedtext)>\s*$")
 # Cue texts are cleaned in one batch joined by NUL, which a caption file cannot contain (XML
 # forbids it; the fast path refuses documents that have one); no pattern below crosses it.
@@ -79,6 +84,8 @@ _SEP = "\x00"
 # An element tag in raw XML (``<s t="200" ac="0">``, ``</s>``); quoted values may hold ``>``.
 # Possessive quantifiers: a tag never needs backtracking, and srv3 has one per word.
 _XML_TAG = re.compile(r"""<[^<>"'\x00]*+(?:(?:"[^"\x00]*+"|'[^'\x00]*+')[^<>"'\x00]*+)*+>""")
+# srv3's word element as YouTube writes it (``<s t="200" ac="0">``, ``<s>``).
+_SRV3_WORD = re.compile(r'<s(?: [a-z]+="[0-9]*+")*+>')
 # YouTube's formatting markup in the HTML layer, and nothing else (see the module docstring).
 _FORMATTING_TAG = re.compile(
     r"""</?(?:b|i|u|font)(?:[ \t\r\n\f](?:[^<>"'\x00]|"[^"\x00]*"|'[^'\x00]*')*)?/?>""", re.IGNORECASE
@@ -86,14 +93,28 @@ _FORMATTING_TAG = re.compile(
 # XML's references: its five named entities and numeric character references, nothing else.
 _XML_REF = re.compile(r"&(?:(lt|gt|amp|quot|apos)|#([0-9]+)|#x([0-9a-fA-F]+));")
 _XML_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
-_NOT_XML_NAMED = re.compile(r"&(?!(?:lt|gt|quot|apos|amp);)")
 _STRAY_AMPERSAND = re.compile(r"&(?!(?:lt|gt|amp|quot|apos|#[0-9]+|#x[0-9a-fA-F]+);)")
 # Caption files use the five XML entities almost exclusively; decoding those with str.replace is
 # an order of magnitude faster than a per-entity callback. ``&amp;`` comes last, so the "&" it
 # makes is never read again: one level of decoding, whatever the order of the others.
-_XML_ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&"))
-_HTML_ENTITIES = (*_XML_ENTITIES[:4], ("&#39;", "'"), ("&#x27;", "'"), ("&amp;", "&"))
-_NOT_COMMON_HTML = re.compile(r"&(?!(?:lt|gt|quot|apos|amp|#39|#x27);)")
+# The character references YouTube writes for quotes and line breaks go the same way: none of
+# them makes an "&", so their order among the others does not matter.
+_XML_ENTITIES = (
+    ("&lt;", "<"),
+    ("&gt;", ">"),
+    ("&quot;", '"'),
+    ("&apos;", "'"),
+    ("&#39;", "'"),
+    ("&#x27;", "'"),
+    ("&#34;", '"'),
+    ("&#x22;", '"'),
+    ("&#10;", "\n"),
+    ("&amp;", "&"),
+)
+_HTML_ENTITIES = (*_XML_ENTITIES[:6], ("&amp;", "&"))
+# A reference, or an "&" that starts none (listed alone, so no table has it).
+_REFERENCE = re.compile(r"&(?:#[0-9]+;|#[xX][0-9a-fA-F]+;|[A-Za-z][A-Za-z0-9]*;)?")
+_TABLE_KEYS = {table: frozenset(entity for entity, _ in table) for table in (_XML_ENTITIES, _HTML_ENTITIES)}
 
 
 class _NotXml(ValueError):
@@ -115,15 +136,26 @@ def _xml_char(match: re.Match[str]) -> str:
     raise _NotXml(match.group(0))
 
 
+def _replace_common(text: str, table: tuple[tuple[str, str], ...]) -> str | None:
+    """``text`` with its references decoded by ``str.replace`` when ``table`` has every one it
+    holds, else ``None``. One regex pass lists the references there are (an ``&`` that starts
+    none is listed alone), so only those are replaced: ten scans of a whole file cost more."""
+    present = set(_REFERENCE.findall(text))
+    if not present.issubset(_TABLE_KEYS[table]):
+        return None
+    for entity, char in table:
+        if entity in present:
+            text = text.replace(entity, char)
+    return text
+
+
 def _xml_unescape(text: str) -> str:
     """The XML parser's one level of decoding; ``_NotXml`` where a parser would stop."""
     if "&" not in text:
         return text
-    if _NOT_XML_NAMED.search(text) is None:
-        for entity, char in _XML_ENTITIES:
-            if entity in text:
-                text = text.replace(entity, char)
-        return text
+    decoded = _replace_common(text, _XML_ENTITIES)
+    if decoded is not None:
+        return decoded
     if _STRAY_AMPERSAND.search(text):
         raise _NotXml("an & that starts no reference")
     return _XML_REF.sub(_xml_char, text)  # one pass: a "&" it makes is not read again
@@ -133,12 +165,8 @@ def _html_unescape(text: str) -> str:
     """One level of HTML decoding (``&amp;lt;`` becomes ``&lt;``, not ``<``)."""
     if "&" not in text:
         return text
-    if _NOT_COMMON_HTML.search(text):
-        return html.unescape(text)
-    for entity, char in _HTML_ENTITIES:
-        if entity in text:
-            text = text.replace(entity, char)
-    return text
+    decoded = _replace_common(text, _HTML_ENTITIES)
+    return html.unescape(text) if decoded is None else decoded
 
 
 def _html_text(markup: str) -> str:
@@ -176,12 +204,20 @@ def _clean_many(raws: list[str], *, layer: str) -> list[str]:
     joined = _SEP.join(raws)
     if layer == "xml":
         if "<" in joined:
-            joined = _XML_TAG.sub("", joined)
+            # srv3's one element per word first, by str.replace and the simplest pattern:
+            # every match costs a sub, and the general _XML_TAG is the slower one to try.
+            joined = _SRV3_WORD.sub("", joined.replace("</s>", ""))
+            if "<" in joined:
+                joined = _XML_TAG.sub("", joined)
             if "<" in joined:
                 raise _NotXml("a < that starts no tag")
         joined = _xml_unescape(joined)
     if layer != "plain":
         joined = _html_text(joined)
+    if "  " not in joined and joined.replace(_SEP, "").isprintable():
+        # No whitespace but single spaces (str.isprintable is False for every other kind), so
+        # nothing to collapse: only the spaces beside the separators and at the ends go.
+        return joined.replace(" " + _SEP, _SEP).replace(_SEP + " ", _SEP).strip(" ").split(_SEP)
     # str.split() collapses every run of whitespace in C; NUL is not whitespace, so the
     # separators survive, each with at most a space on either side for strip() to take.
     joined = " ".join(joined.split())
@@ -229,6 +265,47 @@ class _Json3(msgspec.Struct):
 _decode_json3 = msgspec.json.Decoder(_Json3).decode
 
 
+class _Json3EventMs(msgspec.Struct):
+    """An event as YouTube writes it: whole milliseconds, and a start always there."""
+
+    tStartMs: int
+    dDurationMs: int = 0
+    segs: list[_Json3Seg] | None = None
+
+
+class _Json3Ms(msgspec.Struct):
+    events: list[_Json3EventMs]
+
+
+_decode_json3_ms = msgspec.json.Decoder(_Json3Ms).decode
+
+
+def _json3_in_ms(events: list[_Json3EventMs]) -> list[Segment] | None:
+    """Segments from whole-millisecond events with one comprehension, or ``None`` when a time is
+    negative or too large to be exact (``_segments`` then clamps them as it always has).
+
+    ``t / 1000`` and ``(t + d) / 1000`` are exactly what rounding the sums in seconds to three
+    decimals gives, so no ``round`` per cue; the texts are cleaned in one batch.
+    """
+    cues = [event for event in events if event.segs is not None]
+    starts = [event.tStartMs for event in cues]
+    durations = [event.dDurationMs for event in cues]
+    if starts and (min(starts) < 0 or min(durations) < 0 or max(starts) + max(durations) > _EXACT_MS):
+        return None
+    raws = [
+        segs[0].utf8 if len(segs) == 1 else "".join([seg.utf8 for seg in segs])
+        for segs in [event.segs for event in cues]
+        if segs is not None
+    ]
+    if _SEP in "".join(raws):
+        raws = [raw.replace(_SEP, "") for raw in raws]
+    return [
+        Segment(start_sec=start / 1000, end_sec=(start + duration) / 1000, text=text)
+        for start, duration, text in zip(starts, durations, _clean_many(raws, layer="plain"), strict=True)
+        if text
+    ]
+
+
 def parse_json3(data: str | bytes | Mapping[str, Any], *, source: str = "the video") -> list[Segment]:
     """Segments from YouTube's json3 caption format.
 
@@ -238,6 +315,14 @@ def parse_json3(data: str | bytes | Mapping[str, Any], *, source: str = "the vid
     if not isinstance(data, Mapping):
         if len(data) > MAX_CAPTION_CHARS:
             raise _bad(source, "the file is too large")
+        try:
+            segments = _json3_in_ms(_decode_json3_ms(data).events)
+        except msgspec.ValidationError:  # a time in fractions of a millisecond, or none at all
+            segments = None
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            raise _bad(source, "it is not valid JSON") from exc
+        if segments is not None:
+            return segments
         try:
             events = _decode_json3(data).events
         except msgspec.ValidationError:
@@ -303,9 +388,12 @@ def _parse_fast(text: str) -> list[Segment] | None:
         texts = _clean_many([body for _, _, body in matches], layer="xml")
     except _NotXml:
         return None  # the strict path says what is wrong with it
-    segments: list[Segment] = []
+    segments = _segments_in_ms(matches, texts, seconds=scale == 1.0)
+    if segments is not None:
+        return segments
+    segments = []
     append = segments.append
-    try:  # one tight loop: this is the hot path for every YouTube transcript
+    try:  # numbers JSON does not read the same way (".5", "1.2.3", "1.2345"): one at a time
         for (start, duration, _), cue in zip(matches, texts, strict=True):
             if cue:  # self-closed and blank cues have no text
                 begin = float(start) / scale
@@ -314,6 +402,38 @@ def _parse_fast(text: str) -> list[Segment] | None:
     except ValueError:  # "1.2.3" matches [0-9.]+ but is no number
         return None
     return segments
+
+
+def _segments_in_ms(
+    matches: list[tuple[str, str, str]], texts: list[str], *, seconds: bool
+) -> list[Segment] | None:
+    """Segments with every time read by one msgspec decode, or ``None`` to read them one by one.
+
+    Times are whole milliseconds: srv3 writes them so, and a classic time in seconds with at most
+    three decimals is one once ``e3`` is appended (``"1.54e3"`` is 1540.0, exactly). Then
+    ``(start + duration) / 1000`` is exactly what rounding ``start + duration`` in seconds to
+    three decimals gives, so the one comprehension left does no rounding. Any number JSON would
+    read differently, or a time too large to be exact, sends the caller the slow way.
+    """
+    starts = [start for start, _, _ in matches]
+    durations = [duration or "0" for _, duration, _ in matches]
+    numbers = ",".join(starts) + "," + ",".join(durations)
+    if seconds:
+        if _OVER_THREE_DECIMALS.search(numbers):
+            return None
+        numbers = numbers.replace(",", "e3,") + "e3"
+    try:
+        values = _decode_times(f"[{numbers}]")
+    except msgspec.DecodeError:
+        return None
+    if values and max(values) > _EXACT_MS:
+        return None
+    count = len(starts)
+    return [
+        Segment(start_sec=start / 1000, end_sec=(start + duration) / 1000, text=text)
+        for start, duration, text in zip(values[:count], values[count:], texts, strict=True)
+        if text
+    ]
 
 
 def _parse_tree(text: str, source: str) -> list[Segment]:
