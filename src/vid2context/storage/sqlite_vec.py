@@ -11,15 +11,17 @@
 - Small spaces are searched exactly: ``vec0`` compares the query with every vector (float32).
 - A space of more than ``PREFILTER_ABOVE`` vectors also has a bit table, ``vec_bits_<tag>``
   (``embedding bit[dim]``, ``vec_quantize_binary`` of each vector, same rowids, 1/32 of the
-  size), kept in step by every write and delete. An unfiltered query then asks it for the best
-  ``top_k x OVERSAMPLE`` by Hamming distance and re-scores just those exactly in float32
-  (``bench/bench_vectors.py``: the exact scan of 400,000 vectors takes about 220 ms, the
-  prefilter and re-scoring a fifth of that with the same top ten). A query within videos stays
-  exact: few windows are scanned one by one, many through the float KNN with its filter.
+  size, in ``PARTS`` partitions), kept in step by every write and delete. A query over the whole
+  space asks it for the best ``top_k x OVERSAMPLE`` by Hamming distance and re-scores just those
+  exactly in float32 from the ``vec0`` table (``bench/bench_vectors.py`` and
+  ``bench/bench_search.py`` have the figures against the exact scan, which stays the reference).
+  A query within videos stays exact: few windows are scanned one by one, many through the
+  float KNN with its filter. ``oversample=0`` makes every query exact.
 - The bit table is made lazily, in one write transaction: by the write that takes a space past
   the threshold, or, for a library saved before this index had bit tables, in the background
-  after its first query (logged, with the time it took: about 30 s for 400,000 vectors on two
-  shared cores). Until it is there, queries scan exactly; start-up never waits for it.
+  after its first query (logged, with the time it took: a minute or two for 400,000 vectors on
+  two shared cores, during which other writes wait and reads go on). Until it is there, queries
+  scan exactly; start-up never waits for it. A space that shrinks below the threshold keeps it.
 - A write is one transaction, visible to the next query.
 
 Loading an extension needs a ``sqlite3`` built to allow it. Many Pythons are not (pyenv's and
@@ -123,6 +125,11 @@ more to find than to re-score. With the test model on the labelled set (``tests/
 3 keeps every query's top hit and 0.79 of its top ten (2: 0.71, 4: 0.85); on bench_vectors' clustered vectors
 the top ten are exact."""
 
+PARTS = 8
+"""The bit table's parts (``rowid % PARTS``, a vec0 partition key), each searched for its own
+best: vec0 picks a top k in time proportional to vectors x k, so eight searches for an eighth
+of the k (twice that, for safety) each take about a third of the time of one (``bench/bench_vectors.py``)."""
+
 SCAN_LIMIT = 50_000
 """A query within videos holding at most this many windows scores just those, found by
 ``vector_windows``' index, one rowid lookup each: far quicker than ``vec0``'s KNN with its
@@ -155,12 +162,20 @@ def _scan_sql(table: str) -> str:
 
 
 def _prefilter_sql(table: str, bits: str) -> str:
-    """Parameters: the query blob, the query blob again (quantised here), the candidates, k."""
+    """Parameters: the query blob, each part's candidates, all the candidates, k.
+
+    Each of the ``PARTS`` parts gives its best by Hamming distance (twice its share, so the
+    best overall are nearly always among them), the best of those are re-scored in float32."""
+    parts = " UNION ALL ".join(
+        f"SELECT * FROM (SELECT rowid, distance FROM {bits} "
+        f"WHERE embedding MATCH vec_quantize_binary(?1) AND k = ?2 AND part = {part})"
+        for part in range(PARTS)
+    )
     return (
-        f"SELECT w.*, vec_distance_cosine(v.embedding, ?) AS distance FROM (SELECT rowid FROM {bits} "
-        "WHERE embedding MATCH vec_quantize_binary(?) AND k = ?) AS c "
+        f"SELECT w.*, vec_distance_cosine(v.embedding, ?1) AS distance "
+        f"FROM (SELECT rowid FROM ({parts}) ORDER BY distance LIMIT ?3) AS c "
         f"CROSS JOIN {table} AS v ON v.rowid = c.rowid CROSS JOIN vector_windows AS w ON w.id = c.rowid "
-        "ORDER BY distance, w.window_id LIMIT ?"
+        "ORDER BY distance, w.window_id LIMIT ?4"
     )
 
 
@@ -190,8 +205,8 @@ class SQLiteVectorIndex:
     ) -> None:
         if not database.vector_available:
             raise ValueError("the database's connections did not load sqlite-vec")
-        if oversample < 1:
-            raise ValueError("oversample must be 1 or more")
+        if oversample < 0:
+            raise ValueError("oversample must be 0 (every query exact) or more")
         self.database = database
         self.scan_limit = scan_limit
         self.prefilter_above = prefilter_above
@@ -279,9 +294,12 @@ class SQLiteVectorIndex:
         if held + extra <= self.prefilter_above:
             return 0
         table, bits = vec_table(space), bits_table(space)
-        conn.execute(f"CREATE VIRTUAL TABLE {bits} USING vec0(embedding bit[{space.dim}])")
         conn.execute(
-            f"INSERT INTO {bits} (rowid, embedding) SELECT rowid, vec_quantize_binary(embedding) FROM {table}"
+            f"CREATE VIRTUAL TABLE {bits} USING vec0(part integer partition key, embedding bit[{space.dim}])"
+        )
+        conn.execute(
+            f"INSERT INTO {bits} (rowid, part, embedding) "
+            f"SELECT rowid, rowid % {PARTS}, vec_quantize_binary(embedding) FROM {table}"
         )
         return int(conn.execute(f"SELECT COUNT(*) FROM {bits}").fetchone()[0])
 
@@ -308,7 +326,7 @@ class SQLiteVectorIndex:
     def _backfill_later(self, space: EmbeddingSpace) -> None:
         """After a space's first query in this process: make its bit table in the background if
         a library from before bit tables needs one (queries stay exact until it is there)."""
-        if space.key in self._checked:
+        if space.key in self._checked or not self.oversample:
             return
         self._checked.add(space.key)
         task = asyncio.get_running_loop().create_task(self.build_prefilter(space))
@@ -361,12 +379,15 @@ class SQLiteVectorIndex:
         table, bits = vec_table(space), bits_table(space)
         videos = None if within is None else vector_rows.json_ids(within)
         candidates = top_k * self.oversample
+        per_part = -(-2 * candidates // PARTS)
 
         def work(conn: sqlite3.Connection) -> list[VectorHit]:
             if not self._exists(conn, space):
                 return []
-            if videos is None and _table_exists(conn, bits):
-                rows = conn.execute(_prefilter_sql(table, bits), (blob, blob, candidates, top_k)).fetchall()
+            if videos is None and self.oversample and _table_exists(conn, bits):
+                rows = conn.execute(
+                    _prefilter_sql(table, bits), (blob, per_part, candidates, top_k)
+                ).fetchall()
             elif videos is None:
                 rows = conn.execute(_knn_sql(table, ""), (blob, top_k)).fetchall()
             else:
