@@ -294,6 +294,11 @@ class SQLiteVectorIndex:
         if held + extra <= self.prefilter_above:
             return 0
         table, bits = vec_table(space), bits_table(space)
+        log.info(
+            "vector index: making the binary prefilter of %s's %d vectors (about a minute per 250,000); "
+            "searches stay exact and other writes wait until it is done",
+            space.model, held + extra,
+        )  # fmt: skip
         conn.execute(
             f"CREATE VIRTUAL TABLE {bits} USING vec0(part integer partition key, embedding bit[{space.dim}])"
         )
