@@ -30,6 +30,7 @@ Portable: no I/O of its own beyond the runtime's stores, index and rungs.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 import time
@@ -356,18 +357,28 @@ async def search(runtime: Runtime, request: SearchRequest, ctx: Ctx | None = Non
     wanted = max(request.limit, RERANK_TOP if request.rerank else 0)
     per_side = min(MAX_LIMIT, max(CANDIDATES, 2 * wanted))
 
-    keyword: list[SearchHit] = []
-    if mode != "vector" and scope != []:
+    async def keyword_side() -> list[SearchHit]:
+        if mode == "vector" or scope == []:
+            return []
         started = time.perf_counter()
-        keyword = await runtime.storage.search(
+        found = await runtime.storage.search(
             request.query, video_ids=scope, limit=WITHIN_TIMES if within_time else per_side
         )
         meta.timings.keyword_ms = clock.ms(started)
         meta.sides.append("keyword")
+        return found
 
-    vector = await _vector_side(
-        runtime, checked, scope, meta, clock, ctx, per_side if not within_time else MAX_LIMIT
-    )
+    # The two sides at once: the keyword side's read overlaps the query's embedding and vector scan.
+    keyword_task = asyncio.ensure_future(keyword_side())
+    try:
+        vector = await _vector_side(
+            runtime, checked, scope, meta, clock, ctx, per_side if not within_time else MAX_LIMIT
+        )
+    except BaseException:
+        keyword_task.cancel()
+        raise
+    keyword = await keyword_task
+    meta.sides.sort(key=("keyword", "vector").index)  # as they are named, whichever ended first
     entries = fuse(keyword, vector)
     hits = await _materialize(runtime, checked, entries, wanted)
     if request.rerank and hits:
@@ -447,11 +458,14 @@ async def _materialize(
     high = request.to_sec if request.to_sec is not None else math.inf
     contexts: dict[str, VideoContext | None] = {}
     hits: list[SearchResultHit] = []
-    for entry in entries:
+    for i, entry in enumerate(entries):
         if len(hits) >= wanted:
             break
-        if entry.video_id not in contexts:
-            contexts[entry.video_id] = await runtime.storage.get_context(entry.video_id)
+        if entry.video_id not in contexts:  # this video and those of the next hits, read at once
+            ahead = list(dict.fromkeys(e.video_id for e in entries[i : i + wanted - len(hits)]))
+            ahead = [video_id for video_id in ahead if video_id not in contexts]
+            found = await asyncio.gather(*(runtime.storage.get_context(video_id) for video_id in ahead))
+            contexts.update(zip(ahead, found, strict=True))
         context = contexts[entry.video_id]
         if context is None or context.transcript is None:
             continue  # deleted since it was found

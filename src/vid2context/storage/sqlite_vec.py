@@ -8,9 +8,20 @@
 - Where each window is lives in ``vector_windows`` (``migrations/0004_vector_windows.sql``, the
   SQL in ``vector_rows.py``, shared with the Vectorize index's record in D1); a vector's rowid in
   its ``vec0`` table is its row's ``id`` there.
-- Exact: ``vec0`` compares the query with every vector of the space (float32), so there is nothing
-  approximate to tune. ``bench/bench_vectors.py`` has the figures, and those of int8 and binary
-  quantisation, which this index does not use.
+- Small spaces are searched exactly: ``vec0`` compares the query with every vector (float32).
+- A space of more than ``PREFILTER_ABOVE`` vectors also has a bit table, ``vec_bits_<tag>``
+  (``embedding bit[dim]``, ``vec_quantize_binary`` of each vector, same rowids, 1/32 of the
+  size, in ``PARTS`` partitions), kept in step by every write and delete. A query over the whole
+  space asks it for the best ``top_k x OVERSAMPLE`` by Hamming distance and re-scores just those
+  exactly in float32 from the ``vec0`` table (``bench/bench_vectors.py`` and
+  ``bench/bench_search.py`` have the figures against the exact scan, which stays the reference).
+  A query within videos stays exact: few windows are scanned one by one, many through the
+  float KNN with its filter. ``oversample=0`` makes every query exact.
+- The bit table is made lazily, in one write transaction: by the write that takes a space past
+  the threshold, or, for a library saved before this index had bit tables, in the background
+  after its first query (logged, with the time it took: a minute or two for 400,000 vectors on
+  two shared cores, during which other writes wait and reads go on). Until it is there, queries
+  scan exactly; start-up never waits for it. A space that shrinks below the threshold keeps it.
 - A write is one transaction, visible to the next query.
 
 Loading an extension needs a ``sqlite3`` built to allow it. Many Pythons are not (pyenv's and
@@ -23,8 +34,11 @@ vector index and keyword search goes on alone.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import sqlite3
+import time
 from array import array
 from collections import defaultdict
 from collections.abc import Sequence
@@ -48,7 +62,18 @@ from ..search.windows import WindowRef
 from . import vector_rows
 from .sqlite import SQLiteDatabase, _load_vector_extension
 
-__all__ = ["SCAN_LIMIT", "SQLiteVectorIndex", "extension_driver", "open_vector_index", "vec_table"]
+__all__ = [
+    "OVERSAMPLE",
+    "PREFILTER_ABOVE",
+    "SCAN_LIMIT",
+    "SQLiteVectorIndex",
+    "bits_table",
+    "extension_driver",
+    "open_vector_index",
+    "vec_table",
+]
+
+log = logging.getLogger(__name__)
 
 
 def extension_driver() -> ModuleType | None:
@@ -83,6 +108,28 @@ def vec_table(space: EmbeddingSpace) -> str:
     return f"vec_windows_{space.tag}"
 
 
+def bits_table(space: EmbeddingSpace) -> str:
+    """The bit table of ``space``, the prefilter of its ``vec0`` table (same rowids)."""
+    return f"vec_bits_{space.tag}"
+
+
+PREFILTER_ABOVE = 20_000
+"""A space of more vectors than this gets its bit table and is searched through it. Below it the
+exact scan is quick (about 11 ms for 20,000 vectors, 220 ms for 400,000, on two shared cores:
+``bench/bench_vectors.py``), and it is exact."""
+
+OVERSAMPLE = 3
+"""Candidates the bit table gives for each hit wanted, re-scored in float32. vec0 picks its top k
+in time that grows with k (about 0.7 ms per candidate at 400,000 vectors), so candidates cost
+more to find than to re-score. With the test model on the labelled set (``tests/test_vector_prefilter.py``),
+3 keeps every query's top hit and 0.79 of its top ten (2: 0.71, 4: 0.85); on bench_vectors' clustered vectors
+the top ten are exact."""
+
+PARTS = 8
+"""The bit table's parts (``rowid % PARTS``, a vec0 partition key), each searched for its own
+best: vec0 picks a top k in time proportional to vectors x k, so eight searches for an eighth
+of the k (twice that, for safety) each take about a third of the time of one (``bench/bench_vectors.py``)."""
+
 SCAN_LIMIT = 50_000
 """A query within videos holding at most this many windows scores just those, found by
 ``vector_windows``' index, one rowid lookup each: far quicker than ``vec0``'s KNN with its
@@ -114,6 +161,27 @@ def _scan_sql(table: str) -> str:
     )
 
 
+def _prefilter_sql(table: str, bits: str) -> str:
+    """Parameters: the query blob, each part's candidates, all the candidates, k.
+
+    Each of the ``PARTS`` parts gives its best by Hamming distance (twice its share, so the
+    best overall are nearly always among them), the best of those are re-scored in float32."""
+    parts = " UNION ALL ".join(
+        f"SELECT * FROM (SELECT rowid, distance FROM {bits} "
+        f"WHERE embedding MATCH vec_quantize_binary(?1) AND k = ?2 AND part = {part})"
+        for part in range(PARTS)
+    )
+    return (
+        f"SELECT w.*, vec_distance_cosine(v.embedding, ?1) AS distance "
+        f"FROM (SELECT rowid FROM ({parts}) ORDER BY distance LIMIT ?3) AS c "
+        f"CROSS JOIN {table} AS v ON v.rowid = c.rowid CROSS JOIN vector_windows AS w ON w.id = c.rowid "
+        "ORDER BY distance, w.window_id LIMIT ?4"
+    )
+
+
+_SQL_SPACE_SIZE = "SELECT COALESCE(SUM(windows), 0) FROM vector_videos WHERE space = ?"
+
+
 def _blob(vector: list[float]) -> bytes:
     return array("f", vector).tobytes()
 
@@ -127,11 +195,24 @@ class SQLiteVectorIndex:
 
     id = "sqlite-vec"
 
-    def __init__(self, database: SQLiteDatabase, *, scan_limit: int = SCAN_LIMIT) -> None:
+    def __init__(
+        self,
+        database: SQLiteDatabase,
+        *,
+        scan_limit: int = SCAN_LIMIT,
+        prefilter_above: int = PREFILTER_ABOVE,
+        oversample: int = OVERSAMPLE,
+    ) -> None:
         if not database.vector_available:
             raise ValueError("the database's connections did not load sqlite-vec")
+        if oversample < 0:
+            raise ValueError("oversample must be 0 (every query exact) or more")
         self.database = database
         self.scan_limit = scan_limit
+        self.prefilter_above = prefilter_above
+        self.oversample = oversample
+        self._checked: set[str] = set()  # spaces whose bit table this process has seen to
+        self._backfills: dict[str, asyncio.Task[int]] = {}
 
     # --- writes ---------------------------------------------------------------------------------
 
@@ -161,9 +242,9 @@ class SQLiteVectorIndex:
             if self._exists(conn, space):
                 rows = conn.execute(vector_rows.SQL_ROWS_OF_VIDEO, (video_id,)).fetchall()
                 stale = [row for row in rows if row["space"] == space.key and row["window_id"] not in keep]
-                conn.executemany(
-                    f"DELETE FROM {vec_table(space)} WHERE rowid = ?", [(r["id"],) for r in stale]
-                )
+                for table in (vec_table(space), bits_table(space)):
+                    if _table_exists(conn, table):
+                        conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r["id"],) for r in stale])
                 conn.executemany("DELETE FROM vector_windows WHERE id = ?", [(r["id"],) for r in stale])
             conn.execute(vector_rows.SQL_LEDGER_VIDEO, (space.key, video_id, space.key, video_id, _now()))
 
@@ -178,6 +259,7 @@ class SQLiteVectorIndex:
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0("
             f"embedding float[{space.dim}] distance_metric=cosine, video_id text)"
         )
+        bits = _table_exists(conn, bits_table(space))
         for start in range(0, len(checked), MAX_BATCH):
             chunk = checked[start : start + MAX_BATCH]
             windows = [window for window, _ in chunk]
@@ -189,6 +271,83 @@ class SQLiteVectorIndex:
             rows = [(rowids[window.id], _blob(vector), window.video_id) for window, vector in chunk]
             conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(row[0],) for row in rows])
             conn.executemany(f"INSERT INTO {table} (rowid, embedding, video_id) VALUES (?, ?, ?)", rows)
+            if bits:
+                self._write_bits(conn, space, [(row[0], row[1]) for row in rows])
+        if not bits:
+            self._fill_bits_if_due(conn, space, extra=len(checked))
+
+    @staticmethod
+    def _write_bits(conn: sqlite3.Connection, space: EmbeddingSpace, rows: list[tuple[int, bytes]]) -> None:
+        table = bits_table(space)
+        conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(rowid,) for rowid, _ in rows])
+        conn.executemany(f"INSERT INTO {table} (rowid, embedding) VALUES (?, vec_quantize_binary(?))", rows)
+
+    def _fill_bits_if_due(self, conn: sqlite3.Connection, space: EmbeddingSpace, *, extra: int = 0) -> int:
+        """Make and fill the bit table of ``space`` when it holds more than ``prefilter_above``
+        vectors and has none; the vectors written, else 0. In the caller's write transaction.
+
+        The ledger is counted (``extra``: windows written in this transaction, which it does not
+        hold yet), so this may make the table a write early, never a query wrong."""
+        if _table_exists(conn, bits_table(space)):
+            return 0
+        held = conn.execute(_SQL_SPACE_SIZE, (space.key,)).fetchone()[0]
+        if held + extra <= self.prefilter_above:
+            return 0
+        table, bits = vec_table(space), bits_table(space)
+        log.info(
+            "vector index: making the binary prefilter of %s's %d vectors (about a minute per 250,000); "
+            "searches stay exact and other writes wait until it is done",
+            space.model, held + extra,
+        )  # fmt: skip
+        conn.execute(
+            f"CREATE VIRTUAL TABLE {bits} USING vec0(part integer partition key, embedding bit[{space.dim}])"
+        )
+        conn.execute(
+            f"INSERT INTO {bits} (rowid, part, embedding) "
+            f"SELECT rowid, rowid % {PARTS}, vec_quantize_binary(embedding) FROM {table}"
+        )
+        return int(conn.execute(f"SELECT COUNT(*) FROM {bits}").fetchone()[0])
+
+    async def build_prefilter(self, space: EmbeddingSpace) -> int:
+        """Make the bit table of ``space`` now if it is due (more than ``prefilter_above`` vectors,
+        none yet): the vectors it quantised, 0 when there was nothing to do. One write
+        transaction, which other writes wait for (some 30 s at 400,000 vectors); reads go on."""
+        check_space(space)
+        started = time.perf_counter()
+
+        def work(conn: sqlite3.Connection) -> int:
+            if not _table_exists(conn, vec_table(space)):
+                return 0
+            return self._fill_bits_if_due(conn, space)
+
+        made = await self.database.write(work)
+        if made:
+            log.info(
+                "vector index: the binary prefilter of %s holds its %d vectors (%.1f s)",
+                space.model, made, time.perf_counter() - started,
+            )  # fmt: skip
+        return made
+
+    def _backfill_later(self, space: EmbeddingSpace) -> None:
+        """After a space's first query in this process: make its bit table in the background if
+        a library from before bit tables needs one (queries stay exact until it is there)."""
+        if space.key in self._checked or not self.oversample:
+            return
+        self._checked.add(space.key)
+        task = asyncio.get_running_loop().create_task(self.build_prefilter(space))
+        self._backfills[space.key] = task
+        task.add_done_callback(self._backfill_done)
+
+    @staticmethod
+    def _backfill_done(task: asyncio.Task[int]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("vector index: the binary prefilter was not made: %s", task.exception())
+
+    async def backfills(self) -> None:
+        """Wait for the bit tables being made in the background (tests, the bench, closing)."""
+        for task in list(self._backfills.values()):
+            if not task.done():
+                await asyncio.wait([task])
 
     async def delete_video(self, video_id: str) -> int:
         def work(conn: sqlite3.Connection) -> int:
@@ -196,8 +355,10 @@ class SQLiteVectorIndex:
             by_table: dict[str, list[tuple[int]]] = defaultdict(list)
             for row in rows:
                 by_table[f"vec_windows_{row['tag']}"].append((row["id"],))
+                by_table[f"vec_bits_{row['tag']}"].append((row["id"],))
             for table, rowids in by_table.items():
-                conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", rowids)
+                if _table_exists(conn, table):  # a bit table only where the space passed the threshold
+                    conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", rowids)
             conn.execute(vector_rows.SQL_DELETE_VIDEO, (video_id,))
             conn.execute(vector_rows.SQL_DELETE_LEDGER, (video_id,))
             return len(rows)
@@ -220,13 +381,19 @@ class SQLiteVectorIndex:
         within = check_video_ids(video_ids)
         if within is not None and not within:
             return []
-        table = vec_table(space)
+        table, bits = vec_table(space), bits_table(space)
         videos = None if within is None else vector_rows.json_ids(within)
+        candidates = top_k * self.oversample
+        per_part = -(-2 * candidates // PARTS)
 
         def work(conn: sqlite3.Connection) -> list[VectorHit]:
             if not self._exists(conn, space):
                 return []
-            if videos is None:
+            if videos is None and self.oversample and _table_exists(conn, bits):
+                rows = conn.execute(
+                    _prefilter_sql(table, bits), (blob, per_part, candidates, top_k)
+                ).fetchall()
+            elif videos is None:
                 rows = conn.execute(_knn_sql(table, ""), (blob, top_k)).fetchall()
             else:
                 count = conn.execute(_SQL_COUNT, (space.key, videos)).fetchone()[0]
@@ -238,7 +405,9 @@ class SQLiteVectorIndex:
                     rows = conn.execute(_knn_sql(table, _WITHIN), (blob, top_k, videos)).fetchall()
             return [hit(vector_rows.window_from_row(row), 1.0 - row["distance"]) for row in rows]
 
-        return await self.database.read(work)
+        found = await self.database.read(work)
+        self._backfill_later(space)
+        return found
 
     async def window_ids(self, space: EmbeddingSpace, video_id: str) -> list[str]:
         def work(conn: sqlite3.Connection) -> list[str]:
@@ -265,10 +434,13 @@ class SQLiteVectorIndex:
 
     @staticmethod
     def _exists(conn: sqlite3.Connection, space: EmbeddingSpace) -> bool:
-        found = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (vec_table(space),)
-        )
-        return found.fetchone() is not None
+        return _table_exists(conn, vec_table(space))
 
     async def close(self) -> None:
+        await self.backfills()
         await self.database.close()
+
+
+def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+    return found.fetchone() is not None
