@@ -69,6 +69,7 @@ class Timed(FfmpegPrep):
     is requests only."""
 
     def __init__(self, *, premade: bool = False) -> None:
+        super().__init__()
         self.premade = premade
         self.ready_at = 0.0
 
