@@ -26,7 +26,7 @@ from vid2context.pipeline import transcribe
 from vid2context.providers.audio_local import (
     PCM_BYTES_PER_SEC,
     FfmpegPrep,
-    _silences,
+    _Marks,
     decode_pieces,
     plan_cuts,
 )
@@ -117,9 +117,9 @@ async def test_pieces_come_out_before_the_input_ends_and_match_the_finished_plan
     finally:
         feed.close()
     assert feed.waited is True  # the first piece came out while 22 s of input were still unwritten
-    duration = pcm.stat().st_size / PCM_BYTES_PER_SEC
-    closed, open_start = _silences((tmp_path / "silences.txt").read_text())
-    silences = closed + ([(open_start, duration)] if open_start is not None else [])
+    marks = _Marks(str(tmp_path / "silences.txt"))  # read afresh, after the decode pass
+    duration = marks.look(str(pcm))
+    silences = marks.silences(duration)
     assert len(handed) == 4
     assert handed == plan_cuts(duration, silences, 12)  # pipelining moved no cut
 

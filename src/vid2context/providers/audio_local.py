@@ -204,20 +204,43 @@ def _decode_args(source: str, pcm: str, marks: str, public: bool) -> list[str]:
     ]
 
 
-def _read_results(pcm: str, marks: str) -> tuple[int, str]:
-    size = os.path.getsize(pcm) if os.path.exists(pcm) else 0
-    text = Path(marks).read_text(encoding="utf-8", errors="replace") if os.path.exists(marks) else ""
-    return size, text
+class _Marks:
+    """The silences ``ametadata`` has written so far, each look reading on from where the last
+    one ended (whole lines only), so a long decode is not read again and again."""
 
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.offset = 0
+        self.starts: list[float] = []
+        self.ends: list[float] = []
 
-def _silences(text: str) -> tuple[list[tuple[float, float]], float | None]:
-    """The silences in the marks written so far (whole lines only), and the start of one still
-    open (``None`` when none is)."""
-    text = text[: text.rfind("\n") + 1]
-    starts = [max(0.0, float(m)) for m in _SILENCE_START.findall(text)]
-    ends = [float(m) for m in _SILENCE_END.findall(text)]
-    closed = list(zip(starts, ends, strict=False))
-    return closed, starts[len(ends)] if len(starts) > len(ends) else None
+    def look(self, pcm: str) -> float:
+        """Seconds of PCM written, then the marks written so far (they run ahead of the PCM)."""
+        size = os.path.getsize(pcm) if os.path.exists(pcm) else 0
+        if os.path.exists(self.path):
+            with open(self.path, "rb") as marks:
+                marks.seek(self.offset)
+                new = marks.read()
+            new = new[: new.rfind(b"\n") + 1]
+            self.offset += len(new)
+            text = new.decode("utf-8", "replace")
+            self.starts += [max(0.0, float(m)) for m in _SILENCE_START.findall(text)]
+            self.ends += [float(m) for m in _SILENCE_END.findall(text)]
+        return size / PCM_BYTES_PER_SEC
+
+    @property
+    def closed(self) -> list[tuple[float, float]]:
+        return list(zip(self.starts, self.ends, strict=False))
+
+    @property
+    def open_start(self) -> float | None:
+        """The start of a silence not ended yet."""
+        return self.starts[len(self.ends)] if len(self.starts) > len(self.ends) else None
+
+    def silences(self, duration: float) -> list[tuple[float, float]]:
+        """Every silence, one still open ending at ``duration`` (the end of the audio)."""
+        tail = self.open_start
+        return self.closed + ([(tail, duration)] if tail is not None else [])
 
 
 async def decode_pieces(
@@ -232,6 +255,7 @@ async def decode_pieces(
     generator early stops the decode pass (its process group).
     """
     marks = os.path.join(os.path.dirname(pcm), "silences.txt")
+    seen = _Marks(marks)
     limit, overlap, window = _limits(max_sec, OVERLAP_SEC, None)
     running = asyncio.ensure_future(run_ffmpeg(_decode_args(source, pcm, marks, public), ctx, what=what))
     start, carried = 0.0, 0.0
@@ -240,30 +264,28 @@ async def decode_pieces(
             await asyncio.wait({running}, timeout=WATCH_S)
             if running.done():
                 break
-            size, text = await asyncio.to_thread(_read_results, pcm, marks)
-            decoded = size / PCM_BYTES_PER_SEC
-            closed, open_start = _silences(text)
-            while _settled(start, limit, decoded, open_start):
-                piece, start, carried = _cut(start, carried, closed, limit, overlap, window)
+            decoded = await asyncio.to_thread(seen.look, pcm)
+            while _settled(start, limit, decoded, seen.open_start):
+                piece, start, carried = _cut(start, carried, seen.closed, limit, overlap, window)
                 yield piece
         done = running.result()
     finally:
         if not running.done():
             running.cancel()  # run_program stops ffmpeg's process group before it ends
-            with contextlib.suppress(asyncio.CancelledError):
-                await running
+        # Waited for (and its outcome retrieved) on every way out; an error of its own is only
+        # raised on the way through ``running.result()`` above, never over the reason for leaving.
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await running
     if done.returncode != 0:
         raise _decode_error(done.stderr, what)
-    size, text = await asyncio.to_thread(_read_results, pcm, marks)
-    duration = size / PCM_BYTES_PER_SEC
+    duration = await asyncio.to_thread(seen.look, pcm)
     if duration <= 0.0:
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
             f"{what} has no audio (0 seconds).",
             hint="Tell the user the file has no sound to transcribe; do not retry.",
         )
-    closed, open_start = _silences(text)
-    silences = closed + ([(open_start, duration)] if open_start is not None else [])
+    silences = seen.silences(duration)
     while duration - start > limit:
         piece, start, carried = _cut(start, carried, silences, limit, overlap, window)
         yield piece
