@@ -191,7 +191,8 @@ async def test_cuts_fall_inside_silences_so_no_piece_repeats_another(
     path, words = sentences
     async with FfmpegPrep().chunks(
         AudioInput.from_path(str(path)), Ctx(timeout=60), max_bytes=10**7, max_sec=12
-    ) as chunks:
+    ) as planned:
+        chunks = [chunk async for chunk in planned]
         assert [c.overlap_sec for c in chunks] == [0.0] * len(chunks)
         for before, after in itertools.pairwise(chunks):
             assert before.end_sec == after.start_sec

@@ -4,10 +4,14 @@
 speech-to-text rung:
 
 1. ``plan.prep`` splits the audio into ``AudioChunk`` pieces under the rung's upload cap and
-   ``plan.chunk_sec``. Locally that is ffmpeg (``providers/audio_local.py``: mono 16 kHz speech
+   ``plan.chunk_sec``, handing each one on as soon as it is planned (locally, while the decode
+   pass is still running), so the first requests go out before the audio has been read to its
+   end. Locally that is ffmpeg (``providers/audio_local.py``: mono 16 kHz speech
    audio, cuts inside silences); on the Worker, ``PassthroughPrep`` sends audio that fits as it is
    and refuses audio that does not (there is no ffmpeg there).
-2. The pieces are transcribed by at most ``plan.concurrency`` requests at a time. A piece that
+2. The pieces are transcribed by at most ``plan.concurrency`` requests at a time, each encoded
+   (``plan.prep.load``) just before a request slot frees up; no more than ``concurrency +
+   lookahead`` pieces are taken from the plan and not yet answered, so memory stays flat. A piece that
    fails with a retryable error (429, 5xx, no answer) is retried with exponential backoff, or after
    the ``Retry-After`` the service asked for; the first piece that fails for good fails the rung
    and cancels the others. ``ctx.progress("stt", done / total, ...)`` is reported per piece.
@@ -76,9 +80,10 @@ class AudioPrep(Protocol):
 
     def chunks(
         self, audio: AudioInput, ctx: Ctx, *, max_bytes: int, max_sec: float
-    ) -> AbstractAsyncContextManager[list[AudioChunk]]:
-        """The pieces, each at most ``max_bytes`` and about ``max_sec`` long, valid inside the
-        ``async with``; temporary files are removed on exit.
+    ) -> AbstractAsyncContextManager[AsyncIterator[AudioChunk]]:
+        """The pieces in order, each at most ``max_bytes`` and about ``max_sec`` long, yielded as
+        they are planned and valid inside the ``async with``; leaving it stops whatever is still
+        making them, and temporary files are removed.
 
         Raises ``bad-request`` for audio that cannot be decoded (empty, not media),
         ``no-transcript`` for media without an audio track or with zero length, ``too-large``
@@ -97,7 +102,7 @@ class PassthroughPrep:
     @asynccontextmanager
     async def chunks(
         self, audio: AudioInput, ctx: Ctx, *, max_bytes: int, max_sec: float
-    ) -> AsyncIterator[list[AudioChunk]]:
+    ) -> AsyncIterator[AsyncIterator[AudioChunk]]:
         del ctx, max_sec
         if audio.data is None:
             raise VidError(
@@ -123,11 +128,15 @@ class PassthroughPrep:
                 hint="Compress it to mono speech audio first (about 30 MB an hour at 64 kbit/s), or tell the "
                 "user the local runtime splits long audio with ffmpeg (`vid2context get FILE`).",
             )
-        yield [AudioChunk(index=0, start_sec=0.0, end_sec=audio.duration_sec, audio=audio)]
+        yield _one(AudioChunk(index=0, start_sec=0.0, end_sec=audio.duration_sec, audio=audio))
 
     async def load(self, chunk: AudioChunk, ctx: Ctx) -> AudioInput:
         del ctx
         return chunk.audio
+
+
+async def _one(chunk: AudioChunk) -> AsyncIterator[AudioChunk]:
+    yield chunk
 
 
 def _sizes(size: int, cap: int) -> tuple[str, str]:
@@ -211,30 +220,48 @@ async def transcribe_audio(
         transcript = await rung.transcribe(audio, ctx, lang=lang)
         return _require_words(transcript, rung, audio)
     cap = min(rung.max_bytes, plan.chunk_bytes)
-    async with plan.prep.chunks(audio, ctx, max_bytes=cap, max_sec=plan.chunk_sec) as chunks:
-        total = len(chunks)
-        requests = asyncio.Semaphore(max(1, plan.concurrency))
-        making = asyncio.Semaphore(max(1, plan.prep_concurrency))
-        # Pieces made but not yet answered: the next ones are encoded while requests are out,
-        # and memory holds at most this many pieces whatever the length of the audio.
-        window = asyncio.Semaphore(max(1, plan.concurrency) + max(0, plan.lookahead))
-        done = 0
-        ctx.progress("stt", 0.0, f"{rung.id}: {total} piece{'s' if total != 1 else ''} to transcribe")
+    chunks: list[AudioChunk] = []
+    tasks: list[asyncio.Task[Transcript]] = []
+    total: int | None = None
+    done = 0
+    requests = asyncio.Semaphore(max(1, plan.concurrency))
+    making = asyncio.Semaphore(max(1, plan.prep_concurrency))
+    # Pieces taken from the plan but not yet answered: the next ones are encoded while requests
+    # are out, and memory holds at most this many pieces whatever the length of the audio.
+    window = asyncio.Semaphore(max(1, plan.concurrency) + max(0, plan.lookahead))
 
-        async def one(chunk: AudioChunk) -> Transcript:
-            nonlocal done
-            async with window:
-                async with making:
-                    ctx.check()
-                    piece = await plan.prep.load(chunk, ctx)
-                async with requests:
-                    ctx.check()
-                    result = await retrying(lambda: rung.transcribe(piece, ctx, lang=lang), ctx, plan)
-            done += 1
+    async def one(chunk: AudioChunk) -> Transcript:
+        nonlocal done
+        try:
+            async with making:
+                ctx.check()
+                piece = await plan.prep.load(chunk, ctx)
+            async with requests:
+                ctx.check()
+                result = await retrying(lambda: rung.transcribe(piece, ctx, lang=lang), ctx, plan)
+        finally:
+            window.release()
+        done += 1
+        if total is None:
+            ctx.progress("stt", None, f"{rung.id}: piece {done} transcribed")
+        else:
             ctx.progress("stt", done / total, f"{rung.id}: piece {done} of {total} transcribed")
-            return result
+        return result
 
-        results = await all_or_first_error([one(chunk) for chunk in chunks])
+    async with plan.prep.chunks(audio, ctx, max_bytes=cap, max_sec=plan.chunk_sec) as planned:
+        try:
+            async with asyncio.TaskGroup() as group:
+                async for chunk in planned:
+                    await window.acquire()
+                    chunks.append(chunk)
+                    tasks.append(group.create_task(one(chunk)))
+                total = len(chunks)
+                ctx.progress(
+                    "stt", done / total, f"{rung.id}: {total} piece{'s' if total != 1 else ''} planned"
+                )
+        except BaseExceptionGroup as failed:
+            raise _first_error(failed) from None
+    results = [task.result() for task in tasks]
     return _require_words(merge(chunks, results, producer=rung.id), rung, audio)
 
 
@@ -244,9 +271,14 @@ async def all_or_first_error(calls: list[Awaitable[T]]) -> list[T]:
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(call) for call in calls]  # type: ignore[arg-type]
     except BaseExceptionGroup as failed:
-        errors = [e for e in failed.exceptions if isinstance(e, VidError)]
-        raise (errors[0] if errors else failed.exceptions[0]) from None
+        raise _first_error(failed) from None
     return [task.result() for task in tasks]
+
+
+def _first_error(failed: BaseExceptionGroup) -> BaseException:
+    """What a failed task group raises: its first ``VidError``, else its first exception."""
+    errors = [e for e in failed.exceptions if isinstance(e, VidError)]
+    return errors[0] if errors else failed.exceptions[0]
 
 
 def _require_words(transcript: Transcript, rung: SpeechToText, audio: AudioInput) -> Transcript:

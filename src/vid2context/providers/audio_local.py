@@ -13,6 +13,13 @@
    Whisper service) only when it is about to be sent, so encoding overlaps with the requests for
    other pieces, and reads it. Seeking in raw PCM is exact to the sample, so piece offsets are exact.
 
+Steps 1 and 2 are a pipeline, not two phases (``decode_pieces``): while the decode pass runs, the
+PCM's growing size and the silences written so far (``ametadata`` with ``direct``, unbuffered)
+are read every ``WATCH_S``, and a piece is handed on as soon as its audio is on disk and no
+silence still to come could move its cut (``_settled``). So the first pieces are encoded and sent
+while the rest of the file is still being decoded, and the pieces are exactly those ``plan_cuts``
+chooses from the finished decode (a test checks it). Nothing is held in memory but the silences.
+
 The temporary folder is removed when the ``async with`` ends. Every ffmpeg run has the call's
 deadline and is killed (its whole process group) on timeout or cancellation.
 
@@ -38,7 +45,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 
 from ..chunking import AudioChunk
@@ -47,7 +54,15 @@ from ..errors import ErrorCode, VidError
 from .process import Completed, run_program
 from .speech import AudioInput
 
-__all__ = ["BITRATE", "OVERLAP_SEC", "SAFE_DEMUXERS", "FfmpegPrep", "decode", "plan_cuts", "run_ffmpeg"]
+__all__ = [
+    "BITRATE",
+    "OVERLAP_SEC",
+    "SAFE_DEMUXERS",
+    "FfmpegPrep",
+    "decode_pieces",
+    "plan_cuts",
+    "run_ffmpeg",
+]
 
 SAMPLE_RATE = 16_000
 PCM_BYTES_PER_SEC = SAMPLE_RATE * 2
@@ -58,6 +73,11 @@ OVERLAP_SEC = 3.0
 """How much a piece after a hard cut repeats of the previous one."""
 SILENCE_NOISE = "-35dB"
 SILENCE_MIN_SEC = 0.35
+WATCH_S = 0.2
+"""How often a running decode pass is looked at for pieces it has finished."""
+SETTLE_SEC = 2.0
+"""Decoded audio past a cut before it is final: ``silencedetect`` names a silence's start only
+``SILENCE_MIN_SEC`` into it, and the PCM is written behind the filter, so 2 s is ample."""
 FFMPEG_TIMEOUT_S = 3600.0
 """One ffmpeg run's own limit; the call's deadline usually ends it first."""
 SAFE_DEMUXERS = (
@@ -73,6 +93,34 @@ _SILENCE_END = re.compile(r"lavfi\.silence_end=(-?[0-9.]+)")
 _NO_AUDIO = ("matches no streams", "does not contain any stream", "Output file #0 does not contain")
 
 
+Piece = tuple[float, float, float]
+"""(start, end, overlap with the previous piece), in seconds."""
+
+
+def _limits(max_sec: float, overlap: float, window: float | None) -> tuple[float, float, float]:
+    max_sec = max(1.0, max_sec)
+    return max_sec, min(overlap, max_sec / 4), min(max_sec * 0.25, 60.0) if window is None else window
+
+
+def _cut(
+    start: float,
+    carried: float,
+    silences: list[tuple[float, float]],
+    max_sec: float,
+    overlap: float,
+    window: float,
+) -> tuple[Piece, float, float]:
+    """The piece from ``start`` when the audio goes on past ``start + max_sec``, and where the
+    next one starts (with its overlap)."""
+    target = start + max_sec
+    low = max(start + max_sec / 2, target - window)
+    inside = [(b - a, (a + b) / 2) for a, b in silences if low <= (a + b) / 2 <= target]
+    if inside:
+        cut = max(inside)[1]
+        return (round(start, 3), round(cut, 3), carried), cut, 0.0
+    return (round(start, 3), round(target, 3), carried), target - overlap, overlap
+
+
 def plan_cuts(
     duration: float,
     silences: list[tuple[float, float]],
@@ -80,26 +128,25 @@ def plan_cuts(
     *,
     overlap: float = OVERLAP_SEC,
     window: float | None = None,
-) -> list[tuple[float, float, float]]:
+) -> list[Piece]:
     """(start, end, overlap with the previous piece) for each piece of ``duration`` seconds."""
-    max_sec = max(1.0, max_sec)
-    overlap = min(overlap, max_sec / 4)
-    window = min(max_sec * 0.25, 60.0) if window is None else window
-    pieces: list[tuple[float, float, float]] = []
+    max_sec, overlap, window = _limits(max_sec, overlap, window)
+    pieces: list[Piece] = []
     start, carried = 0.0, 0.0
     while duration - start > max_sec:
-        target = start + max_sec
-        low = max(start + max_sec / 2, target - window)
-        inside = [(b - a, (a + b) / 2) for a, b in silences if low <= (a + b) / 2 <= target]
-        if inside:
-            cut = max(inside)[1]
-            pieces.append((round(start, 3), round(cut, 3), carried))
-            start, carried = cut, 0.0
-        else:
-            pieces.append((round(start, 3), round(target, 3), carried))
-            start, carried = target - overlap, overlap
+        piece, start, carried = _cut(start, carried, silences, max_sec, overlap, window)
+        pieces.append(piece)
     pieces.append((round(start, 3), round(duration, 3), carried))
     return pieces
+
+
+def _settled(start: float, max_sec: float, decoded: float, open_start: float | None) -> bool:
+    """Whether the cut after ``start`` is final with ``decoded`` seconds decoded so far: the audio
+    goes on past the target, and a silence still open cannot end with its middle before it."""
+    target = start + max_sec
+    if decoded < target + SETTLE_SEC:
+        return False
+    return open_start is None or open_start > target or decoded > 2 * target - open_start + SETTLE_SEC
 
 
 async def run_ffmpeg(args: list[str], ctx: Ctx, *, what: str, timeout: float = FFMPEG_TIMEOUT_S) -> Completed:
@@ -129,65 +176,120 @@ def _decode_error(stderr: str, what: str) -> VidError:
     )
 
 
-async def decode(
-    source: str, pcm: str, ctx: Ctx, *, what: str, public: bool = False
-) -> tuple[float, list[tuple[float, float]]]:
-    """Decode ``source`` to raw 16 kHz mono PCM at ``pcm``: (length in seconds, silences).
+def _decode_args(source: str, pcm: str, marks: str, public: bool) -> list[str]:
+    guard = ["-protocol_whitelist", "file", "-format_whitelist", SAFE_DEMUXERS] if public else []
+    return [
+        "-loglevel",
+        "error",
+        *guard,
+        "-i",
+        f"file:{source}" if public else source,
+        "-map",
+        "0:a:0",
+        "-vn",
+        "-sn",
+        "-dn",
+        "-ac",
+        "1",
+        "-ar",
+        str(SAMPLE_RATE),
+        "-af",
+        f"silencedetect=noise={SILENCE_NOISE}:d={SILENCE_MIN_SEC},ametadata=mode=print:direct=1:file={marks}",
+        "-f",
+        "s16le",
+        "-acodec",
+        "pcm_s16le",
+        "-y",
+        pcm,
+    ]
 
-    ``silencedetect`` marks silences in the frames' metadata and ``ametadata`` writes them to a
-    file beside the PCM (not stderr, whose tail is all a run keeps). ``public``: the input may
-    only be a self-contained media file (see the module docstring).
+
+class _Marks:
+    """The silences ``ametadata`` has written so far, each look reading on from where the last
+    one ended (whole lines only), so a long decode is not read again and again."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.offset = 0
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+
+    def look(self, pcm: str) -> float:
+        """Seconds of PCM written, then the marks written so far (they run ahead of the PCM)."""
+        size = os.path.getsize(pcm) if os.path.exists(pcm) else 0
+        if os.path.exists(self.path):
+            with open(self.path, "rb") as marks:
+                marks.seek(self.offset)
+                new = marks.read()
+            new = new[: new.rfind(b"\n") + 1]
+            self.offset += len(new)
+            text = new.decode("utf-8", "replace")
+            self.starts += [max(0.0, float(m)) for m in _SILENCE_START.findall(text)]
+            self.ends += [float(m) for m in _SILENCE_END.findall(text)]
+        return size / PCM_BYTES_PER_SEC
+
+    @property
+    def closed(self) -> list[tuple[float, float]]:
+        return list(zip(self.starts, self.ends, strict=False))
+
+    @property
+    def open_start(self) -> float | None:
+        """The start of a silence not ended yet."""
+        return self.starts[len(self.ends)] if len(self.starts) > len(self.ends) else None
+
+    def silences(self, duration: float) -> list[tuple[float, float]]:
+        """Every silence, one still open ending at ``duration`` (the end of the audio)."""
+        tail = self.open_start
+        return self.closed + ([(tail, duration)] if tail is not None else [])
+
+
+async def decode_pieces(
+    source: str, pcm: str, ctx: Ctx, *, what: str, max_sec: float, public: bool = False
+) -> AsyncIterator[Piece]:
+    """Decode ``source`` to raw 16 kHz mono PCM at ``pcm``, yielding ``plan_cuts``'s pieces as
+    they are settled: each one's audio is in ``pcm`` when it is yielded.
+
+    ``silencedetect`` marks silences in the frames' metadata and ``ametadata`` writes them, as they
+    come, to a file beside the PCM (not stderr, whose tail is all a run keeps). ``public``: the
+    input may only be a self-contained media file (see the module docstring). Closing the
+    generator early stops the decode pass (its process group).
     """
     marks = os.path.join(os.path.dirname(pcm), "silences.txt")
-    guard = ["-protocol_whitelist", "file", "-format_whitelist", SAFE_DEMUXERS] if public else []
-    done = await run_ffmpeg(
-        [
-            "-loglevel",
-            "error",
-            *guard,
-            "-i",
-            f"file:{source}" if public else source,
-            "-map",
-            "0:a:0",
-            "-vn",
-            "-sn",
-            "-dn",
-            "-ac",
-            "1",
-            "-ar",
-            str(SAMPLE_RATE),
-            "-af",
-            f"silencedetect=noise={SILENCE_NOISE}:d={SILENCE_MIN_SEC},ametadata=mode=print:file={marks}",
-            "-f",
-            "s16le",
-            "-acodec",
-            "pcm_s16le",
-            "-y",
-            pcm,
-        ],
-        ctx,
-        what=what,
-    )
+    seen = _Marks(marks)
+    limit, overlap, window = _limits(max_sec, OVERLAP_SEC, None)
+    running = asyncio.ensure_future(run_ffmpeg(_decode_args(source, pcm, marks, public), ctx, what=what))
+    start, carried = 0.0, 0.0
+    try:
+        while not running.done():
+            await asyncio.wait({running}, timeout=WATCH_S)
+            if running.done():
+                break
+            decoded = await asyncio.to_thread(seen.look, pcm)
+            while _settled(start, limit, decoded, seen.open_start):
+                piece, start, carried = _cut(start, carried, seen.closed, limit, overlap, window)
+                yield piece
+        done = running.result()
+    finally:
+        if not running.done():
+            running.cancel()  # run_program stops ffmpeg's process group before it ends
+        # Waited for (and its outcome retrieved) on every way out; an error of its own is only
+        # raised on the way through ``running.result()`` above, never over the reason for leaving.
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await running
     if done.returncode != 0:
         raise _decode_error(done.stderr, what)
-    size, text = await asyncio.to_thread(_read_results, pcm, marks)
-    duration = size / PCM_BYTES_PER_SEC
+    duration = await asyncio.to_thread(seen.look, pcm)
     if duration <= 0.0:
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
             f"{what} has no audio (0 seconds).",
             hint="Tell the user the file has no sound to transcribe; do not retry.",
         )
-    starts = [float(m) for m in _SILENCE_START.findall(text)]
-    ends = [float(m) for m in _SILENCE_END.findall(text)]
-    silences = [(max(0.0, a), ends[i] if i < len(ends) else duration) for i, a in enumerate(starts)]
-    return duration, silences
-
-
-def _read_results(pcm: str, marks: str) -> tuple[int, str]:
-    size = os.path.getsize(pcm) if os.path.exists(pcm) else 0
-    text = Path(marks).read_text(encoding="utf-8", errors="replace") if os.path.exists(marks) else ""
-    return size, text
+    silences = seen.silences(duration)
+    while duration - start > limit:
+        piece, start, carried = _cut(start, carried, silences, limit, overlap, window)
+        yield piece
+    yield (round(start, 3), round(duration, 3), carried)
 
 
 class FfmpegPrep:
@@ -200,34 +302,42 @@ class FfmpegPrep:
     @contextlib.asynccontextmanager
     async def chunks(
         self, audio: AudioInput, ctx: Ctx, *, max_bytes: int, max_sec: float
-    ) -> AsyncIterator[list[AudioChunk]]:
+    ) -> AsyncIterator[AsyncIterator[AudioChunk]]:
         what = audio.describe()
         if audio.data is not None and not audio.data:
             raise VidError(ErrorCode.BAD_REQUEST, f"{what} is empty (0 bytes).", hint="Send audio or video.")
         folder = await asyncio.to_thread(tempfile.mkdtemp, prefix="vid2context-stt-")
+        pieces: AsyncGenerator[Piece] | None = None
         try:
             source = await self._source(audio, folder, what)
             pcm = os.path.join(folder, "audio.pcm")
             ctx.progress("stt", None, f"decoding {what}")
-            duration, silences = await decode(source, pcm, ctx, what=what, public=self._public)
             # What fits in max_bytes at the pieces' bitrate, with room for the MP3 frames' overhead.
             fits = max(1.0, max_bytes * 0.95 / MP3_BYTES_PER_SEC)
-            cuts = plan_cuts(duration, silences, min(max_sec, fits))
-            yield [
-                AudioChunk(
-                    index=index,
-                    start_sec=start,
-                    end_sec=end,
-                    overlap_sec=overlap,
-                    audio=AudioInput.from_path(
-                        os.path.join(folder, f"piece-{index:04d}.mp3"),
-                        mime="audio/mpeg",
-                        duration_sec=end - start,
-                    ),
-                )
-                for index, (start, end, overlap) in enumerate(cuts)
-            ]
+            pieces = decode_pieces(
+                source, pcm, ctx, what=what, max_sec=min(max_sec, fits), public=self._public
+            )
+
+            async def planned(cuts: AsyncGenerator[Piece]) -> AsyncIterator[AudioChunk]:
+                index = 0
+                async for start, end, overlap in cuts:
+                    yield AudioChunk(
+                        index=index,
+                        start_sec=start,
+                        end_sec=end,
+                        overlap_sec=overlap,
+                        audio=AudioInput.from_path(
+                            os.path.join(folder, f"piece-{index:04d}.mp3"),
+                            mime="audio/mpeg",
+                            duration_sec=end - start,
+                        ),
+                    )
+                    index += 1
+
+            yield planned(pieces)
         finally:
+            if pieces is not None:
+                await pieces.aclose()  # a decode pass still running is stopped
             await asyncio.to_thread(shutil.rmtree, folder, True)
 
     async def _source(self, audio: AudioInput, folder: str, what: str) -> str:
