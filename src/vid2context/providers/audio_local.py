@@ -59,6 +59,7 @@ __all__ = [
     "OVERLAP_SEC",
     "SAFE_DEMUXERS",
     "FfmpegPrep",
+    "decode",
     "decode_pieces",
     "plan_cuts",
     "run_ffmpeg",
@@ -241,6 +242,21 @@ class _Marks:
         """Every silence, one still open ending at ``duration`` (the end of the audio)."""
         tail = self.open_start
         return self.closed + ([(tail, duration)] if tail is not None else [])
+
+
+async def decode(
+    source: str, pcm: str, ctx: Ctx, *, what: str, public: bool = False
+) -> tuple[float, list[tuple[float, float]]]:
+    """The whole decode pass at once: (length in seconds, silences), the same ffmpeg pass and
+    silence marks ``decode_pieces`` watches as they grow, for a caller that needs the pauses
+    themselves (the local Whisper tests check segment edges against them)."""
+    marks = os.path.join(os.path.dirname(pcm), "silences.txt")
+    done = await run_ffmpeg(_decode_args(source, pcm, marks, public), ctx, what=what)
+    if done.returncode != 0:
+        raise _decode_error(done.stderr, what)
+    seen = _Marks(marks)
+    duration = await asyncio.to_thread(seen.look, pcm)
+    return duration, seen.silences(duration)
 
 
 async def decode_pieces(
