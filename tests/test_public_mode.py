@@ -185,15 +185,18 @@ async def test_ffmpeg_decodes_no_playlist_in_public_mode(fixtures: Path, secret:
     local_file = f"file://{fixtures / 'media' / 'talk.mp3'}"
     for entries in [(local_file,), (f"http://127.0.0.1:{secret.port}/talk.webm",)]:
         audio = AudioInput.from_bytes(_playlist(*entries), filename="talk.mp3")
-        with pytest.raises(VidError) as caught:
-            async with FfmpegPrep(public=True).chunks(audio, Ctx(), max_bytes=10_000_000, max_sec=600):
-                pass
+        with pytest.raises(VidError) as caught:  # pieces come as the decode runs: the refusal too
+            async with FfmpegPrep(public=True).chunks(
+                audio, Ctx(), max_bytes=10_000_000, max_sec=600
+            ) as pieces:
+                _ = [piece async for piece in pieces]
         assert caught.value.code is ErrorCode.BAD_REQUEST
     assert secret.requests == []
     # What the whitelist stops: a playlist decoded as on the user's own machine reads the file.
     audio = AudioInput.from_bytes(_playlist(local_file), filename="talk.mp3")
-    async with FfmpegPrep().chunks(audio, Ctx(), max_bytes=10_000_000, max_sec=600) as chunks:
-        assert chunks and chunks[-1].end_sec and chunks[-1].end_sec > 20
+    async with FfmpegPrep().chunks(audio, Ctx(), max_bytes=10_000_000, max_sec=600) as pieces:
+        chunks = [piece async for piece in pieces]
+    assert chunks and chunks[-1].end_sec and chunks[-1].end_sec > 20
 
 
 async def test_pyav_opens_no_concat_list_in_public_mode(fixtures: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
