@@ -15,7 +15,8 @@ tracing imports, names its context keys with ``uuid4()``; with ``click`` install
 the upload, ``uvicorn`` would load ``multiprocessing`` and its ``os.urandom`` key too), so the app
 loads it on the first MCP message only. Its dependencies that draw nothing are imported here (``SNAPSHOT_MCP_DEPS``): the
 protocol models of ``mcp_types`` (pydantic, built at import: most of the SDK's import time) and
-Starlette, which the SDK's HTTP app is made of. ``tests/test_worker_snapshot.py`` imports this module
+Starlette, which the SDK's HTTP app is made of. (pydantic_core's Rust hash seed, the one draw they
+make, is a case workerd's snapshot lets through and seeds before it.) ``tests/test_worker_snapshot.py`` imports this module
 with every entropy source refused, as the snapshot does, and checks that the SDK stays out.
 ``scripts/build_worker.py`` (wrangler.toml's build step) puts the package beside this file.
 """
