@@ -9,8 +9,15 @@ not to close it at each lifespan shutdown.
 
 What this module imports at its top is part of the memory snapshot Cloudflare takes at deploy, so
 every new isolate starts with Litestar, the app's modules and the Cloudflare bindings' wrappers
-already loaded. The ``mcp`` SDK is not among them: it draws random numbers at import, which
-Workers forbid while the snapshot is taken, and the app loads it on the first MCP message only.
+already loaded. The ``mcp`` package itself is not among them: importing it draws random numbers,
+which Workers forbid while the snapshot is taken (``opentelemetry.context``, which the SDK's
+tracing imports, names its context keys with ``uuid4()``; with ``click`` installed, as it is not in
+the upload, ``uvicorn`` would load ``multiprocessing`` and its ``os.urandom`` key too), so the app
+loads it on the first MCP message only. Its dependencies that draw nothing are imported here (``SNAPSHOT_MCP_DEPS``): the
+protocol models of ``mcp_types`` (pydantic, built at import: most of the SDK's import time) and
+Starlette, which the SDK's HTTP app is made of. (pydantic_core's Rust hash seed, the one draw they
+make, is a case workerd's snapshot lets through and seeds before it.) ``tests/test_worker_snapshot.py`` imports this module
+with every entropy source refused, as the snapshot does, and checks that the SDK stays out.
 ``scripts/build_worker.py`` (wrangler.toml's build step) puts the package beside this file.
 """
 
@@ -19,6 +26,11 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+# The MCP SDK's dependencies that draw no entropy at import: in the snapshot, so the first MCP
+# message imports only the ``mcp`` package (see the module docstring).
+import mcp_types  # noqa: F401
+import starlette.applications  # noqa: F401
+import starlette.routing  # noqa: F401
 from workers import WorkerEntrypoint, asgi
 
 # Imported here so they are in the snapshot; build_worker_runtime would import them on first use.
@@ -27,6 +39,9 @@ import vid2context.storage.cloudflare  # noqa: F401  (binds the same name as the
 from vid2context.api import create_app
 from vid2context.runtime import build_worker_runtime
 from vid2context.site import SiteApp, is_app_path
+
+SNAPSHOT_MCP_DEPS = ("mcp_types", "starlette.applications", "starlette.routing")
+"""The MCP SDK's dependencies imported above (the benchmark and the snapshot test read this)."""
 
 _api: Any = None
 """The Litestar app of this isolate, built by the first API request."""
