@@ -85,7 +85,7 @@ async def _measure(rounds: int, count: int) -> dict[str, object]:
             sides = {"ours": call_ours, "bare": call_bare}
             latencies: dict[str, list[float]] = {name: [] for name in sides}
             cpu: dict[str, list[float]] = {name: [] for name in sides}
-            for name, call in sides.items():
+            for call in sides.values():
                 await _round(call, min(count, 200))  # warm-up
             for _ in range(rounds):
                 for name, call in sides.items():
