@@ -1011,3 +1011,21 @@ def test_serve_drains_in_flight_requests_on_sigterm(tmp_path: Any) -> None:
             server.wait()
         upstream.shutdown()
         upstream.server_close()
+
+
+async def test_local_buckets_stay_bounded_idle_ones_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vid2context.api.middleware import ratelimit
+
+    monkeypatch.setattr(ratelimit, "MAX_LOCAL", 3)
+    clock = Clock()
+    limiter = RateLimit(small_app(make_runtime(QUIET)), kv=None, rate=1, burst=1, clock=clock)
+    assert await limiter.take("ip:a") == (True, 0, 0)
+    clock.now += limiter.ttl + 1  # a is idle past the TTL: full again, the first to go
+    for who in ("b", "c", "d"):
+        assert (await limiter.take(f"ip:{who}"))[0]
+    assert (await limiter.take("ip:b"))[0] is False  # b's spent bucket was kept
+    clock.now += 1
+    for who in ("e", "f"):
+        await limiter.take(f"ip:{who}")
+    # Past the bound the least recently used go (c, then d; b was used after them).
+    assert list(limiter._local) == ["ratelimit:ip:b", "ratelimit:ip:e", "ratelimit:ip:f"]
