@@ -18,6 +18,7 @@ import hashlib
 import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, ClassVar
 
 import httpx
@@ -32,6 +33,7 @@ from vid2context.api import create_app
 from vid2context.api.errors import EXCEPTION_HANDLERS
 from vid2context.api.health import health
 from vid2context.api.middleware import build_middleware, parse_api_keys, request_ctx, wrap
+from vid2context.api.middleware.ratelimit import RateLimit
 from vid2context.ctx import Ctx
 from vid2context.errors import VidError
 from vid2context.runtime import Runtime, build_runtime
@@ -106,8 +108,9 @@ async def tiny(request: Request) -> dict:
     return {"bytes": len(await request.body())}
 
 
-def small_app(runtime: Runtime, clock: Clock | None = None) -> Litestar:
-    """The app's middleware and error handlers around test routes, with a clock the test moves."""
+def small_app(runtime: Runtime, clock: Clock | None = None, *, innermost: Any = None) -> Litestar:
+    """The app's middleware and error handlers around test routes, with a clock the test moves;
+    ``innermost``: one more layer under them all."""
     app = Litestar(
         route_handlers=[health, ping, echo, tiny],
         exception_handlers=EXCEPTION_HANDLERS,
@@ -115,7 +118,8 @@ def small_app(runtime: Runtime, clock: Clock | None = None) -> Litestar:
         openapi_config=None,
         logging_config=None,
     )
-    app.asgi_handler = wrap(app.asgi_handler, build_middleware(runtime, clock=clock or Clock()))
+    layers = build_middleware(runtime, clock=clock or Clock())
+    app.asgi_handler = wrap(app.asgi_handler, [*layers, innermost] if innermost else layers)
     return app
 
 
@@ -501,6 +505,9 @@ async def test_burst_then_429_with_retry_after_and_countdown(runtimes: Runtimes)
                 health_response.status_code == 200 and "x-ratelimit-remaining" not in health_response.headers
             )
     stored = await runtimes.kv_keys(runtime, "ratelimit:")
+    if runtime.name != "worker":
+        assert stored == []  # one process: the buckets live in it, no storage on the request's path
+        return
     assert stored == ["ratelimit:ip:127.0.0.1"]
     bucket = json.loads(await runtime.kv.get(stored[0]))
     assert set(bucket) == {"tokens", "at"}
@@ -601,11 +608,16 @@ async def test_rate_limiter_fails_open_when_kv_fails() -> None:
         async def get(self, key: str) -> str | None:
             raise OSError("kv down")
 
+    # The Worker's buckets are in KV: a KV outage lets requests through.
+    limiter = partial(RateLimit, kv=BrokenKv(), rate=1, burst=1)
+    async with client(small_app(make_runtime({"VID2CONTEXT_RATE_LIMIT": "0"}), innermost=limiter)) as http:
+        for _ in range(3):
+            assert (await http.get("/api/v1/test/ping")).status_code == 200
+    # The local runtime's buckets are in the process: its KV failing changes nothing.
     runtime = make_runtime(LIMIT_ONE)
     runtime.kv = BrokenKv()  # type: ignore[assignment]
     async with client(small_app(runtime)) as http:
-        for _ in range(3):
-            assert (await http.get("/api/v1/test/ping")).status_code == 200
+        await _exhaust(http)
 
 
 # --- body limit ----------------------------------------------------------------------------------
@@ -822,9 +834,9 @@ async def test_an_exception_escaping_every_layer_still_gets_our_body() -> None:
         async def get(self, key: str) -> Any:
             return 12345  # not a str: the limiter's decoder raises TypeError, a bug no layer expects
 
-    runtime = make_runtime()
-    runtime.kv = GarbageKv()  # type: ignore[assignment]
-    async with client(small_app(runtime)) as http:
+    # The KV limiter (the Worker's) innermost, under every layer of the app.
+    limiter = partial(RateLimit, kv=GarbageKv(), rate=120)
+    async with client(small_app(make_runtime({"VID2CONTEXT_RATE_LIMIT": "0"}), innermost=limiter)) as http:
         response = await http.get("/api/v1/test/ping", headers={"X-Request-Id": "boom-1"})
     body = assert_error(response, 500, "internal")
     assert body["error"]["message"] == "Internal error."
@@ -999,3 +1011,21 @@ def test_serve_drains_in_flight_requests_on_sigterm(tmp_path: Any) -> None:
             server.wait()
         upstream.shutdown()
         upstream.server_close()
+
+
+async def test_local_buckets_stay_bounded_idle_ones_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vid2context.api.middleware import ratelimit
+
+    monkeypatch.setattr(ratelimit, "MAX_LOCAL", 3)
+    clock = Clock()
+    limiter = RateLimit(small_app(make_runtime(QUIET)), kv=None, rate=1, burst=1, clock=clock)
+    assert await limiter.take("ip:a") == (True, 0, 0)
+    clock.now += limiter.ttl + 1  # a is idle past the TTL: full again, the first to go
+    for who in ("b", "c", "d"):
+        assert (await limiter.take(f"ip:{who}"))[0]
+    assert (await limiter.take("ip:b"))[0] is False  # b's spent bucket was kept
+    clock.now += 1
+    for who in ("e", "f"):
+        await limiter.take(f"ip:{who}")
+    # Past the bound the least recently used go (c, then d; b was used after them).
+    assert list(limiter._local) == ["ratelimit:ip:b", "ratelimit:ip:e", "ratelimit:ip:f"]

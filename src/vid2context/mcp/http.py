@@ -49,7 +49,7 @@ from ..api.middleware._asgi import origin_of as _origin_of
 from ..api.middleware.auth import ApiKey, Auth, bearer_token, parse_api_keys
 from ..api.middleware.client import client_ip
 from ..api.middleware.cors import parse_origins
-from ..api.middleware.ratelimit import RateLimit, _address_bucket
+from ..api.middleware.ratelimit import RateLimit, _address_bucket, bucket_store
 from ..ctx import METER
 from ..errors import ErrorCode, VidError
 from ..held import Held
@@ -140,7 +140,7 @@ class McpHttp:
         self.limiter = (
             RateLimit(
                 self._unused,
-                kv=runtime.kv,
+                kv=bucket_store(runtime),
                 rate=rate,
                 burst=rate,
                 worker=runtime.name == "worker",

@@ -37,7 +37,7 @@ from .cors import Cors, parse_origins
 from .edge import EdgeUrl
 from .headers import RobotsTag
 from .limits import Limits, request_ctx
-from .ratelimit import RateLimit
+from .ratelimit import RateLimit, bucket_store
 from .request_id import RequestId
 
 __all__ = ["Middleware", "build_middleware", "parse_api_keys", "request_ctx", "wrap"]
@@ -78,7 +78,7 @@ def build_middleware(
         layers.append(
             partial(
                 RateLimit,
-                kv=runtime.kv,
+                kv=bucket_store(runtime),
                 rate=settings.rate_limit,
                 burst=settings.rate_burst,
                 worker=worker,

@@ -13,6 +13,12 @@ read-modify-write is not atomic across isolates; on the edge KV is eventually co
 so a burst split over isolates can overshoot a little, which is fine for a limit of this kind.
 Rejections write nothing. The clock is wall time (KV is shared between processes) and injectable.
 
+On the local runtime (one server process) the buckets live in the process instead (``kv=None``):
+a dict of ``Bucket`` values, with no storage round trip on the request's path (two SQLite
+thread hops per request were most of a cached read's cost). It is bounded: past ``MAX_LOCAL``
+buckets, those idle for longer than the TTL (full again, as a missing KV bucket is) are dropped,
+then the least recently used. The Worker keeps KV: its isolates share nothing else.
+
 Not limited: ``/api/v1/health`` and CORS preflights. When the KV store fails the request is let
 through and a warning logged: an outage of the limiter must not become an outage of the API.
 IPv6 clients are bucketed by their /64, which one client usually controls whole.
@@ -37,12 +43,14 @@ from ..errors import send_error
 from ._asgi import HEALTH_PATH, canonical_path, is_api, is_preflight, state_of
 from .client import client_ip
 
-__all__ = ["KEY_PREFIX", "Bucket", "RateLimit", "burst_for"]
+__all__ = ["KEY_PREFIX", "Bucket", "RateLimit", "bucket_store", "burst_for"]
 
 log = logging.getLogger("vid2context.api")
 
 KEY_PREFIX = "ratelimit:"
 MIN_TTL_S = 60
+MAX_LOCAL = 65_536
+"""In-process buckets kept at most (a few MB); past it the idle ones go first."""
 
 
 class Bucket(msgspec.Struct):
@@ -57,6 +65,12 @@ _encode = msgspec.json.Encoder().encode
 def burst_for(rate: int, burst: int | None) -> int:
     """The bucket size: ``burst`` when set, else half of ``rate``; at least 1."""
     return max(1, burst if burst is not None else rate // 2)
+
+
+def bucket_store(runtime: Any) -> KvStore | None:
+    """Where ``runtime``'s buckets live: KV on the Worker (isolates share nothing else), the
+    process (``None``) on the local runtime, whose one server process sees every request."""
+    return runtime.kv if runtime.name == "worker" else None
 
 
 def _who(scope: Scope, *, worker: bool, trust_proxy: bool) -> str:
@@ -85,7 +99,7 @@ class RateLimit:
         self,
         app: ASGIApp,
         *,
-        kv: KvStore,
+        kv: KvStore | None,
         rate: int,
         burst: int | None = None,
         worker: bool = False,
@@ -103,6 +117,7 @@ class RateLimit:
         self.trust_proxy = trust_proxy
         self.clock = clock
         self._limit_header = str(self.burst).encode()
+        self._local: dict[str, Bucket] = {}  # kv=None: insertion order is last use
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -147,21 +162,48 @@ class RateLimit:
         """Take a token from ``who``'s bucket: ``(allowed, whole tokens left, retry-after seconds)``."""
         key = KEY_PREFIX + who
         now = self.clock()
+        if self.kv is None:
+            return self._take_local(key, now)
         try:
             raw = await self.kv.get(key)
         except Exception:
             log.warning("rate limiter: reading %s failed; letting the request through", key, exc_info=True)
             return True, self.burst - 1, 0
-        bucket = self._load(raw, now)
-        tokens = min(float(self.burst), bucket.tokens + max(0.0, now - bucket.at) * self.per_second)
-        if tokens < 1:
-            return False, 0, max(1, math.ceil((1 - tokens) / self.per_second))
-        tokens -= 1
+        allowed, tokens, remaining, retry_after = self._spend(self._load(raw, now), now)
+        if not allowed:
+            return False, remaining, retry_after
         try:
             await self.kv.put(key, _encode(Bucket(tokens=tokens, at=now)).decode(), ttl=self.ttl)
         except Exception:
             log.warning("rate limiter: writing %s failed", key, exc_info=True)
-        return True, int(tokens + 1e-9), 0
+        return True, remaining, 0
+
+    def _take_local(self, key: str, now: float) -> tuple[bool, int, int]:
+        """``take`` against the in-process buckets; a rejection changes nothing, as with KV."""
+        buckets = self._local
+        bucket = buckets.pop(key, None) or Bucket(tokens=float(self.burst), at=now)
+        allowed, tokens, remaining, retry_after = self._spend(bucket, now)
+        buckets[key] = Bucket(tokens=tokens, at=now) if allowed else bucket
+        if len(buckets) > MAX_LOCAL:
+            self._prune(now)
+        return allowed, remaining, retry_after
+
+    def _prune(self, now: float) -> None:
+        """Drop buckets idle past the TTL (full again), then the least recently used, to ``MAX_LOCAL``."""
+        buckets = self._local
+        for key in [key for key, bucket in buckets.items() if now - bucket.at > self.ttl]:
+            del buckets[key]
+        while len(buckets) > MAX_LOCAL:
+            del buckets[next(iter(buckets))]
+
+    def _spend(self, bucket: Bucket, now: float) -> tuple[bool, float, int, int]:
+        """``bucket`` refilled to ``now`` less one token: ``(allowed, tokens after, whole tokens
+        left, retry-after seconds)``."""
+        tokens = min(float(self.burst), bucket.tokens + max(0.0, now - bucket.at) * self.per_second)
+        if tokens < 1:
+            return False, tokens, 0, max(1, math.ceil((1 - tokens) / self.per_second))
+        tokens -= 1
+        return True, tokens, int(tokens + 1e-9), 0
 
     def _load(self, raw: Any, now: float) -> Bucket:
         if raw:

@@ -1,0 +1,129 @@
+"""A cached ``GET /api/v1/transcript?format=srt`` against a bare Litestar route, in one process.
+
+Both apps are called in-process through httpx's ASGI transport, so the figures are the server's
+own work per request (no sockets, no granian): ours is ``create_app`` over the local runtime with
+the settings ``vid2context serve`` starts with, but for a rate limit too high to refuse any
+of these requests (so the limiter's layer still runs for every one) and the access log's lines
+sent to /dev/null, the bare route a one-handler Litestar app answering the same SRT bytes. The video is
+read once first (YouTube answered by the tests' replay server), so every timed request is a
+stored read. The sides alternate in ``BENCH_CACHED_ROUNDS`` rounds of ``BENCH_CACHED_REQUESTS``
+requests each; the ratio (bare time over ours, 1 = the framework's own speed) is of the medians.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import httpx
+from litestar import Litestar, get
+from litestar.response import Response
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.youtube_replay import ReplayServer  # noqa: E402 - the tests' replay server
+
+VIDEO = "GJLlxj_dtq8"
+PARAMS = {"url": VIDEO, "format": "srt"}
+
+
+def _bare_app(body: bytes, media_type: str) -> Litestar:
+    @get("/bare", media_type=media_type)
+    async def bare() -> Response[bytes]:
+        return Response(body, media_type=media_type)
+
+    return Litestar([bare], logging_config=None, openapi_config=None)
+
+
+async def _round(call: Callable[[], Awaitable[None]], count: int) -> tuple[list[float], float]:
+    latencies = []
+    started_cpu = time.process_time()
+    for _ in range(count):
+        started = time.perf_counter()
+        await call()
+        latencies.append((time.perf_counter() - started) * 1e6)
+    return latencies, (time.process_time() - started_cpu) * 1e6 / count
+
+
+def _summary(latencies: list[float], cpu: list[float]) -> dict[str, float]:
+    latencies.sort()
+    return {
+        "p50_us": round(statistics.median(latencies), 1),
+        "p99_us": round(latencies[int(len(latencies) * 0.99) - 1], 1),
+        "cpu_median_us": round(statistics.median(cpu), 1),
+    }
+
+
+async def _measure(rounds: int, count: int) -> dict[str, object]:
+    from vid2context.api import create_app
+    from vid2context.runtime import build_local_runtime
+
+    app = create_app(build_local_runtime())
+    ours_transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 5000))
+    async with app.lifespan(), httpx.AsyncClient(transport=ours_transport, base_url="http://bench") as ours:
+        first = await ours.get("/api/v1/transcript", params=PARAMS, timeout=60)
+        first.raise_for_status()
+        bare_app = _bare_app(first.content, first.headers["content-type"])
+        bare_transport = httpx.ASGITransport(app=bare_app)
+        async with httpx.AsyncClient(transport=bare_transport, base_url="http://bench") as bare:
+
+            async def call_ours() -> None:
+                response = await ours.get("/api/v1/transcript", params=PARAMS)
+                if response.status_code != 200:
+                    raise RuntimeError(f"status {response.status_code}: {response.text[:200]}")
+
+            async def call_bare() -> None:
+                (await bare.get("/bare")).raise_for_status()
+
+            sides = {"ours": call_ours, "bare": call_bare}
+            latencies: dict[str, list[float]] = {name: [] for name in sides}
+            cpu: dict[str, list[float]] = {name: [] for name in sides}
+            for call in sides.values():
+                await _round(call, min(count, 200))  # warm-up
+            for _ in range(rounds):
+                for name, call in sides.items():
+                    got, per_request_cpu = await _round(call, count)
+                    latencies[name].extend(got)
+                    cpu[name].append(per_request_cpu)
+    figures = {name: _summary(latencies[name], cpu[name]) for name in sides}
+    return {
+        "body_bytes": len(first.content),
+        **figures,
+        "ratio_p50": round(figures["bare"]["p50_us"] / figures["ours"]["p50_us"], 3),
+        "ratio_cpu": round(figures["bare"]["cpu_median_us"] / figures["ours"]["cpu_median_us"], 3),
+    }
+
+
+def run() -> dict[str, object]:
+    rounds = int(os.environ.get("BENCH_CACHED_ROUNDS", "7"))
+    count = int(os.environ.get("BENCH_CACHED_REQUESTS", "500"))
+    saved = {k: v for k, v in os.environ.items() if k.startswith("VID2CONTEXT_")}
+    with tempfile.TemporaryDirectory() as home, ReplayServer() as replay, open(os.devnull, "w") as devnull:
+        for key in saved:
+            del os.environ[key]
+        os.environ.update(
+            VID2CONTEXT_HOME=home,
+            VID2CONTEXT_YOUTUBE_ORIGIN=replay.origin,
+            VID2CONTEXT_RATE_LIMIT="100000000",
+        )
+        stderr, sys.stderr = sys.stderr, devnull  # the access log's lines
+        try:
+            figures = asyncio.run(_measure(rounds, count))
+        finally:
+            sys.stderr = stderr
+            for key in [k for k in os.environ if k.startswith("VID2CONTEXT_")]:
+                del os.environ[key]
+            os.environ.update(saved)
+    return {
+        "route": "GET /api/v1/transcript?format=srt (stored video), in-process, against a bare route",
+        "rounds": rounds,
+        "requests_per_round": count,
+        **figures,
+    }
