@@ -321,6 +321,8 @@ def test_discovery_is_public(server: str) -> None:
     assert remote["url"] == server + "/mcp" and remote["type"] == "streamable-http"
     assert {"2025-11-25", "2026-07-28"} <= set(remote["supportedProtocolVersions"])
     assert remote["headers"][0]["name"] == "Authorization" and remote["headers"][0]["isSecret"] is True
+    # OAuth is on by default: the card says a client may sign in for its token, and where to start.
+    assert server + "/.well-known/oauth-protected-resource/mcp" in remote["headers"][0]["description"]
     catalog = httpx.get(server + "/.well-known/ai-catalog.json")
     assert catalog.status_code == 200
     (entry,) = catalog.json()["entries"]

@@ -441,10 +441,17 @@ class McpHttp:
             "supportedProtocolVersions": PROTOCOL_VERSIONS,
         }
         if self.checks.keys:
+            source = "one of the server's VID2CONTEXT_MCP_TOKENS"
+            if self.oauth is not None:  # a client may sign in instead of being given a token
+                source += (
+                    ", or an OAuth access token (discovery: "
+                    + self.oauth.origin(_origin_of(scope))
+                    + "/.well-known/oauth-protected-resource/mcp)"
+                )
             remote["headers"] = [
                 {
                     "name": "Authorization",
-                    "description": "Bearer token from the server's VID2CONTEXT_MCP_TOKENS.",
+                    "description": f"Bearer token: {source}.",
                     "isRequired": True,
                     "isSecret": True,
                     "value": "Bearer {token}",

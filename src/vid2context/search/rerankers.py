@@ -24,11 +24,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
-from urllib.parse import quote
 
 import httpx
 import msgspec
 
+from ..cloudflare_api import run_url
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError, steps
 from ..models import Attempt
@@ -135,8 +135,7 @@ class WorkersAIReranker(_Rung):
         self.enabled = bool(account_id and api_token)
         self._http = http
         self._token = api_token or ""
-        base = (base_url or "https://api.cloudflare.com/client/v4").rstrip("/")
-        self._url = f"{base}/accounts/{quote(account_id or '', safe='')}/ai/run/{RERANK_MODEL}"
+        self._url = run_url(base_url, account_id, RERANK_MODEL)
 
     async def rerank(self, query: str, texts: list[str], ctx: Ctx) -> list[float]:
         ctx.check()
