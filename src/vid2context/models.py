@@ -63,6 +63,7 @@ __all__ = [
     "Thumbnail",
     "Timing",
     "Transcript",
+    "TranslationTarget",
     "Usage",
     "VideoContext",
     "VideoMetadata",
@@ -261,6 +262,13 @@ class CaptionTrack(Base):
     name: str
     kind: Literal["manual", "auto"]
     translatable: bool = False
+
+
+class TranslationTarget(Base):
+    """A language the platform translates its captions into (YouTube's translation targets)."""
+
+    language: str
+    name: str
 
 
 class Comment(Base):

@@ -504,6 +504,14 @@ SETTINGS: tuple[Setting, ...] = (
         "Supadata API base URL; unset: https://api.supadata.ai/v1.",
     ),
     Setting(
+        "VID2CONTEXT_SPONSORBLOCK_ORIGIN",
+        "sponsorblock_origin",
+        "str",
+        "https://sponsor.ajay.app",
+        "Origin SponsorBlock requests go to (skip segments: /skips, skip= on the transcript, "
+        "get_skip_segments); point it at a mirror or a local server.",
+    ),
+    Setting(
         "VID2CONTEXT_HOSTED",
         "hosted",
         "bool",
@@ -634,6 +642,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     cloudflare_base_url: str | None = None
     supadata_api_key: str | None = None
     supadata_base_url: str | None = None
+    sponsorblock_origin: str = "https://sponsor.ajay.app"
     hosted: bool = False
     github_client_id: str | None = None
     github_client_secret: str | None = None

@@ -15,6 +15,7 @@ from ..runtime import Runtime
 from .accounts import ACCOUNT_ROUTES
 from .answers import ANSWER_ROUTES
 from .ask import ASK_ROUTES
+from .caption_languages import caption_languages_route
 from .catalog import formats, models
 from .collections import COLLECTION_ROUTES
 from .errors import EXCEPTION_HANDLERS
@@ -28,6 +29,7 @@ from .packs import bundle_get, bundle_post, pack_get, pack_post
 from .reading import outline, section
 from .research import RESEARCH_ROUTES
 from .search import search_route
+from .skips import SKIP_ROUTES
 from .uploads import upload
 from .videos import comments, context, items, metadata, transcript
 
@@ -154,6 +156,8 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             search_route,
             *ASK_ROUTES,
             *RESEARCH_ROUTES,
+            *SKIP_ROUTES,
+            caption_languages_route,
             upload,
             *JOB_ROUTES,
             *ANSWER_ROUTES,

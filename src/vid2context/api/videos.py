@@ -24,6 +24,7 @@ from litestar.params import QueryParameter
 from ..answers.translate import translate_context
 from ..errors import ErrorCode, VidError
 from ..formats import FORMATTERS, RenderOptions, render_view
+from ..integrations.skips import find_skips, parse_skip, video_id_of, without_skips
 from ..models import Base, Comment, VideoContext, VideoMetadata, VideoRef
 from ..pipeline import get_comments, get_context, get_metadata, list_items
 from .middleware import request_ctx
@@ -43,6 +44,7 @@ from .params import (
     require_url,
     runtime_of,
 )
+from .skips import ATTRIBUTION_HEADER, attributed
 
 __all__ = [
     "CONTENT_LANGUAGE",
@@ -64,7 +66,6 @@ DEFAULT_COMMENTS = 100
 _JSON = "application/json"
 TEXT_MIME = FORMATTERS["text"].mime_type
 _ENCODER = msgspec.json.Encoder()
-_SKIP_OFF = frozenset({"", "0", "false", "no"})
 _LANGUAGE_TAG = re.compile(r"[A-Za-z0-9-]{1,35}")
 
 
@@ -147,7 +148,7 @@ async def context(
     "/api/v1/transcript",
     media_type=TEXT_MIME,
     response_description="The transcript rendered by the chosen formatter; Content-Type is its mimeType.",
-    response_headers=[CONTENT_LANGUAGE],
+    response_headers=[CONTENT_LANGUAGE, ATTRIBUTION_HEADER],
 )
 async def transcript(
     request: Request,
@@ -157,7 +158,12 @@ async def transcript(
     mode: ModeQuery = None,
     lang: LangQuery = None,
     skip: Annotated[
-        str | None, QueryParameter(description="SponsorBlock categories; not available yet.")
+        str | None,
+        QueryParameter(
+            description="Remove SponsorBlock segments from a copy of the transcript: comma-separated "
+            "categories (sponsor,selfpromo), or 1 for sponsor,selfpromo,interaction. The stored "
+            "transcript stays whole; the answer carries X-Data-Attribution."
+        ),
     ] = None,
     translate: Annotated[
         str | None,
@@ -176,12 +182,9 @@ async def transcript(
     formatter = parse_format(format)
     checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
     options = RenderOptions(timestamps=parse_bool("timestamps", timestamps), asked=checked_lang)
-    if skip is not None and skip.strip().lower() not in _SKIP_OFF:
-        raise VidError(
-            ErrorCode.BAD_REQUEST,
-            "SponsorBlock skipping (skip=) is not available yet.",
-            hint="Leave skip out to get the whole transcript.",
-        )
+    skipped = parse_skip(skip)
+    if skipped is not None:
+        video_id_of(runtime_of(request), source)  # a YouTube video, before anything is fetched
     llm = parse_bool("translate", translate)
     if llm and checked_lang is None:
         raise VidError(
@@ -194,8 +197,11 @@ async def transcript(
     found = await get_context(runtime, source, mode=checked_mode, lang=checked_lang, ctx=ctx)
     if checked_lang is not None:
         found = await translate_context(runtime, found, checked_lang, llm=llm, ctx=ctx)
+    if skipped is not None:
+        found = without_skips(found, await find_skips(runtime, source, skipped, ctx))
     language = found.transcript.language if found.transcript else None
-    return text_response(render_view(found, formatter, options), formatter.mime_type, language=language)
+    response = text_response(render_view(found, formatter, options), formatter.mime_type, language=language)
+    return attributed(response) if skipped is not None else response
 
 
 @get("/api/v1/metadata")

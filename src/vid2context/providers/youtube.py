@@ -51,7 +51,7 @@ import httpx
 from ..chapters import choose_chapters
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError, steps
-from ..models import CaptionTrack, Comment, Segment, Transcript, VideoMetadata, VideoRef
+from ..models import CaptionTrack, Comment, Segment, Transcript, TranslationTarget, VideoMetadata, VideoRef
 from ..refusals import (
     Where,
     blocked,
@@ -84,6 +84,7 @@ from .youtube_pages import (
     parse_watch_page,
     text_of,
     thumbnails,
+    translation_targets,
     video_language,
 )
 
@@ -303,6 +304,15 @@ class YouTubeProvider:
         if error := playability_error(video.player, video.video_id, self._where):
             raise error
         return [track for track, _ in caption_track_urls(video.player)]
+
+    async def caption_languages(
+        self, ref: VideoRef, ctx: Ctx
+    ) -> tuple[list[CaptionTrack], list[TranslationTarget]]:
+        """The tracks and the languages YouTube translates them into, from one player answer."""
+        video = await self._video(ref, ctx)
+        if error := playability_error(video.player, video.video_id, self._where):
+            raise error
+        return [track for track, _ in caption_track_urls(video.player)], translation_targets(video.player)
 
     async def captions(self, ref: VideoRef, ctx: Ctx, *, lang: str | None = None) -> Transcript:
         video = await self._video(ref, ctx)

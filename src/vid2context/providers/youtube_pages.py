@@ -30,7 +30,7 @@ from datetime import date
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
-from ..models import CaptionTrack, Thumbnail
+from ..models import CaptionTrack, Thumbnail, TranslationTarget
 
 __all__ = [
     "ListingPage",
@@ -54,6 +54,7 @@ __all__ = [
     "parse_watch_page",
     "text_of",
     "thumbnails",
+    "translation_targets",
     "video_language",
 ]
 
@@ -351,6 +352,17 @@ def caption_track_urls(player: dict[str, Any]) -> list[tuple[CaptionTrack, str]]
             translatable=bool(item.get("isTranslatable")),
         )
         found.append((track, url))
+    return found
+
+
+def translation_targets(player: dict[str, Any]) -> list[TranslationTarget]:
+    """The languages YouTube translates this video's translatable tracks into."""
+    raw = dig(player, "captions", "playerCaptionsTracklistRenderer", "translationLanguages")
+    found: list[TranslationTarget] = []
+    for item in raw if isinstance(raw, list) else []:
+        code = dig(item, "languageCode")
+        if isinstance(code, str) and code:
+            found.append(TranslationTarget(language=code, name=text_of(item.get("languageName")) or code))
     return found
 
 

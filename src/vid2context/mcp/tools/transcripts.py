@@ -14,12 +14,12 @@ from mcp.server.mcpserver import Context
 
 from ...answers.translate import translate_context
 from ...api.catalog import FormatsResponse
+from ...caption_languages import caption_languages
 from ...errors import ErrorCode, VidError
 from ...formats import FORMATTERS, Formatter, RenderOptions, format_infos, get_formatter
-from ...inputs import is_list
-from ...models import Attempt, Base, CaptionTrack, VideoContext
+from ...models import VideoContext
 from ...outline import Costs, Outline, Section, get_section, outline
-from ...pipeline import get_context, get_metadata, resolve, run_rung
+from ...pipeline import get_context, get_metadata
 from ...runtime import Runtime
 from ..paging import page_size, parse_cursor
 from ..params import Chapter, Cursor, Format, From, Language, MaxTokens, Mode, Timestamps, To, Translate, Url
@@ -38,7 +38,7 @@ from .common import (
     notes,
 )
 
-__all__ = ["STATED_COSTS", "CaptionLanguages", "reading_costs", "tools"]
+__all__ = ["STATED_COSTS", "reading_costs", "tools"]
 
 STATED_COSTS: dict[str, int] = {
     "per_hour": 14_000,
@@ -50,16 +50,11 @@ STATED_COSTS: dict[str, int] = {
     "metadata": 650,
     "formats": 270,
     "per_track": 20,
+    "per_target": 10,
 }
 """The token costs the descriptions state, measured on the recorded fixtures and the generated
 talks (``tests/talks.py``, speech at 150 words a minute): ``tests/test_mcp_costs.py`` measures
 them again, so a description cannot drift from what the tools return."""
-
-
-class CaptionLanguages(Base, kw_only=True):
-    id: str
-    url: str | None = None
-    tracks: list[CaptionTrack]
 
 
 def _formatter(format_id: str, *, single: bool) -> Formatter:
@@ -277,38 +272,12 @@ def tools(deps: Deps) -> list[ContractTool]:
 
     async def list_caption_languages(ctx: Context, url: Url) -> Reply:
         """The caption tracks the platform offers for a video: language, name, manual or automatic,
-        and whether the platform can translate it. Pass one track's language as language= to
-        get_transcript. Costs about {per_track} tokens per track."""
+        and whether the platform can translate it; then the languages it translates into
+        (translationTargets). Pass one track's language as language= to get_transcript. Costs
+        about {per_track} tokens per track, plus about {per_target} per translation target."""
 
         async def work(run: Run) -> Reply:
-            ref = resolve(runtime, url)
-            if is_list(ref):
-                raise VidError(
-                    ErrorCode.BAD_REQUEST,
-                    f"{ref.url or ref.id} is a {ref.kind}, not a video.",
-                    hint="List its videos with list_items and ask for one video's tracks.",
-                )
-            providers = [provider for provider in runtime.sources if provider.accepts(ref)]
-            if not providers:
-                raise VidError(
-                    ErrorCode.NO_PROVIDER,
-                    f"No provider here lists caption tracks for {ref.id[:80]}.",
-                    hint="Caption tracks are listed for YouTube videos only: read this input's transcript with "
-                    "get_transcript.",
-                )
-            attempts: list[Attempt] = []
-            errors: list[VidError] = []
-            job_ctx = run.ctx()
-            for provider in providers:
-                try:
-                    tracks = await run_rung(
-                        attempts, provider.id, "captions", lambda p=provider: p.caption_tracks(ref, job_ctx)
-                    )
-                except VidError as error:
-                    errors.append(error)
-                    continue
-                return JsonReply(CaptionLanguages(id=ref.id, url=ref.url, tracks=tracks))
-            raise errors[0]
+            return JsonReply(await caption_languages(runtime, url, run.ctx()))
 
         return await long_call(deps, ctx, "list_caption_languages", {"url": url}, work)
 

@@ -1,0 +1,1 @@
+"""Outside services whose data enriches a video: one module per service (SponsorBlock, ...)."""
