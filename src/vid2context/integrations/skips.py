@@ -76,8 +76,9 @@ class Skips(Base, kw_only=True, omit_defaults=True):
     categories: list[str]
     segments: list[SkipSegment]
     covered_sec: float
-    source: Literal["sponsorblock"] = "sponsorblock"
-    attribution: str = ATTRIBUTION
+    source: Literal["sponsorblock"]
+    attribution: str
+    """Where the data came from and its licence, as SponsorBlock's terms ask (CC BY-NC-SA 4.0)."""
     transcript_share: float | None = None
     """The share of the transcript's words the segments cover together, when it was read."""
     transcript_tokens: int | None = None
@@ -156,6 +157,8 @@ async def find_skips(runtime: Runtime, source: str, categories: Sequence[str], c
         categories=list(categories),
         segments=segments,
         covered_sec=covered_sec(segments),
+        source="sponsorblock",
+        attribution=ATTRIBUTION,
     )
 
 
