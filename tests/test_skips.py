@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +24,8 @@ from vid2context.errors import ErrorCode
 from vid2context.integrations.skips import DEFAULT_CATEGORIES
 from vid2context.integrations.sponsorblock import ATTRIBUTION, CATEGORIES, KV_PREFIX
 from vid2context.mcp import create_mcp
+from vid2context.mcp.results import json_text
+from vid2context.mcp.tools.transcripts import STATED_COSTS
 from vid2context.tokens import estimate_tokens
 
 from .fake_sponsorblock import FakeSponsorBlock
@@ -96,7 +99,7 @@ async def test_skips_answer_the_video_asked_about_by_hash_prefix_and_cache_it(
         assert "transcriptShare" not in body  # the REST route does not read the transcript
 
         # SponsorBlock learns four hex digits of the hash, and the prefix's other video stays out.
-        (path, query), = sponsorblock.requests
+        ((path, query),) = sponsorblock.requests
         assert path == "/api/skipSegments/" + hashlib.sha256(VIDEO_ID.encode()).hexdigest()[:4]
         assert VIDEO_ID not in json.dumps(sponsorblock.requests)
         assert json.loads(query["categories"]) == list(CATEGORIES)
@@ -104,7 +107,9 @@ async def test_skips_answer_the_video_asked_about_by_hash_prefix_and_cache_it(
 
         # The whole answer is in the runtime's KV for an hour: other categories need no new request.
         assert await runtime.kv.get(KV_PREFIX + VIDEO_ID) is not None
-        chapters = await client.get(f"{API}/skips", params={"url": VIDEO_ID, "categories": "chapter,poi_highlight"})
+        chapters = await client.get(
+            f"{API}/skips", params={"url": VIDEO_ID, "categories": "chapter,poi_highlight"}
+        )
         assert chapters.status_code == 200, chapters.text
         found = chapters.json()
         assert [(s["category"], s.get("description")) for s in found["segments"]] == [
@@ -138,7 +143,11 @@ async def test_a_404_is_no_segments_and_is_cached_too(
         ({"url": VIDEO, "categories": "SPONSOR;DROP TABLE"}, ErrorCode.BAD_REQUEST, "music_offtopic"),
         ({"url": VIDEO, "categories": "<script>\x00"}, ErrorCode.BAD_REQUEST, "categories"),
         ({"url": VIDEO, "categories": "sponsor," * 500}, ErrorCode.BAD_REQUEST, "categories"),
-        ({"url": f"https://www.youtube.com/playlist?list={PLAYLIST_ID}"}, ErrorCode.BAD_REQUEST, "list_items"),
+        (
+            {"url": f"https://www.youtube.com/playlist?list={PLAYLIST_ID}"},
+            ErrorCode.BAD_REQUEST,
+            "list_items",
+        ),
         ({"url": "https://vimeo.com/76979871"}, ErrorCode.UNSUPPORTED_INPUT, "YouTube"),
         ({"url": "x" * 5000}, ErrorCode.BAD_REQUEST, "URL"),
     ],
@@ -285,7 +294,9 @@ async def test_get_skip_segments_says_the_transcript_share_of_each(
         tool = listed["get_skip_segments"]
         assert tool.annotations.read_only_hint is True and tool.annotations.open_world_hint is True
         assert set(tool.input_schema["properties"]) == {"url", "categories"}
-        result = await client.call_tool("get_skip_segments", {"url": VIDEO, "categories": ["sponsor", "outro"]})
+        result = await client.call_tool(
+            "get_skip_segments", {"url": VIDEO, "categories": ["sponsor", "outro"]}
+        )
         body = _json(result)
         assert result.structured_content == body
         assert body["attribution"] == ATTRIBUTION and body["source"] == "sponsorblock"
@@ -302,7 +313,9 @@ async def test_get_skip_segments_says_the_transcript_share_of_each(
         assert bad.is_error
         error = json.loads(bad.content[0].text)
         assert error["error"] == "bad-request" and "Give categories as any of" in error["hint"]
-        listing = await client.call_tool("get_skip_segments", {"url": f"https://www.youtube.com/playlist?list={PLAYLIST_ID}"})
+        listing = await client.call_tool(
+            "get_skip_segments", {"url": f"https://www.youtube.com/playlist?list={PLAYLIST_ID}"}
+        )
         assert json.loads(listing.content[0].text)["error"] == "bad-request"
         assert "list_items" in json.loads(listing.content[0].text)["hint"]
         other = await client.call_tool("get_skip_segments", {"url": "https://vimeo.com/76979871"})
@@ -323,9 +336,12 @@ async def test_caption_languages_over_rest_and_mcp_are_one_answer(
         assert answer.status_code == 200, answer.text
         body = answer.json()
         assert {"language": "en", "name": "English", "kind": "manual", "translatable": True} in body["tracks"]
-        assert {"language": "en", "name": "English (auto-generated)", "kind": "auto", "translatable": True} in body[
-            "tracks"
-        ]
+        assert {
+            "language": "en",
+            "name": "English (auto-generated)",
+            "kind": "auto",
+            "translatable": True,
+        } in body["tracks"]
         assert len(body["tracks"]) == 9 and len(body["translationTargets"]) == 18
         assert body["translationTargets"][0] == {"language": "ar", "name": "Arabic"}
         assert {"language": "zh-Hant", "name": "Chinese (Traditional)"} in body["translationTargets"]
@@ -344,3 +360,37 @@ async def test_caption_languages_over_rest_and_mcp_are_one_answer(
     async with Client(create_mcp(runtime)) as mcp:
         result = await mcp.call_tool("list_caption_languages", {"url": VIDEO})
         assert json.loads(result.content[0].text) == body  # one core, one answer
+
+
+async def test_what_get_skip_segments_costs_is_what_it_says(
+    runtimes: Runtimes, replay: ReplayServer, sponsorblock: FakeSponsorBlock
+) -> None:
+    runtime = await runtimes.build(_settings(replay, sponsorblock))
+    async with Client(create_mcp(runtime)) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        stated = re.search(
+            r"about (\d+) tokens per segment plus (\d+)", tools["get_skip_segments"].description
+        )
+        assert stated, tools["get_skip_segments"].description
+        per_segment, base = int(stated[1]), int(stated[2])
+        for categories in (["outro"], list(CATEGORIES)):
+            result = await client.call_tool("get_skip_segments", {"url": VIDEO, "categories": categories})
+            count = len(result.structured_content["segments"])
+            tokens = estimate_tokens("\n".join(block.text for block in result.content))
+            expected = base + per_segment * count
+            assert abs(tokens - expected) <= 0.25 * expected, (count, tokens, expected)
+
+
+async def test_what_a_translation_target_costs_is_what_list_caption_languages_says(
+    runtimes: Runtimes, replay: ReplayServer, sponsorblock: FakeSponsorBlock
+) -> None:
+    runtime = await runtimes.build(_settings(replay, sponsorblock))
+    async with Client(create_mcp(runtime)) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        stated = re.search(r"about (\d+) per translation target", tools["list_caption_languages"].description)
+        assert stated and int(stated[1]) == STATED_COSTS["per_target"]
+        result = await client.call_tool("list_caption_languages", {"url": VIDEO})
+    body = json.loads(result.content[0].text)
+    without = estimate_tokens(json_text({**body, "translationTargets": []}))
+    per_target = (estimate_tokens(result.content[0].text) - without) / len(body["translationTargets"])
+    assert abs(per_target - STATED_COSTS["per_target"]) <= 0.25 * STATED_COSTS["per_target"], per_target
