@@ -11,10 +11,9 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from .ctx import Ctx
-from .errors import ErrorCode, VidError, steps
-from .inputs import is_list
+from .errors import ErrorCode, VidError
 from .models import Attempt, Base, CaptionTrack, TranslationTarget, VideoRef
-from .pipeline import resolve, run_rung
+from .pipeline import resolve_video, run_rung
 from .runtime import Runtime
 
 __all__ = ["CaptionLanguages", "ListsTranslations", "caption_languages"]
@@ -38,13 +37,7 @@ class ListsTranslations(Protocol):
 
 async def caption_languages(runtime: Runtime, source: str, ctx: Ctx) -> CaptionLanguages:
     """The tracks of the video ``source`` names, from the first source rung that lists them."""
-    ref = resolve(runtime, source)
-    if is_list(ref):
-        raise VidError(
-            ErrorCode.BAD_REQUEST,
-            f"{(ref.url or ref.id)[:120]} is a {ref.kind}, not a video.",
-            hint=steps("List its videos with {items} and ask for one video's tracks."),
-        )
+    ref = resolve_video(runtime, source, wanted="tracks")
     providers = [provider for provider in runtime.sources if provider.accepts(ref)]
     if not providers:
         raise VidError(

@@ -44,6 +44,7 @@ __all__ = [
     "get_metadata",
     "list_items",
     "resolve",
+    "resolve_video",
     "run_rung",
     "transcribe",
 ]
@@ -92,6 +93,19 @@ def resolve(runtime: Runtime, source: str | VideoRef) -> VideoRef:
             return parse_input(source.native_id, public=True)  # raises unsupported-input
         return source
     return parse_input(source, public=runtime.settings.public)
+
+
+def resolve_video(runtime: Runtime, source: str, *, wanted: str) -> VideoRef:
+    """``resolve``, refusing a playlist or channel: ``wanted`` is what a single video would have
+    given (``tracks``), for the hint that says to ask for one video's."""
+    ref = resolve(runtime, source)
+    if is_list(ref):
+        raise VidError(
+            ErrorCode.BAD_REQUEST,
+            f"{(ref.url or ref.id)[:120]} is a {ref.kind}, not a video.",
+            hint=steps(f"List its videos with {{items}} and ask for one video's {wanted}."),
+        )
+    return ref
 
 
 def _providers_for(runtime: Runtime, ref: VideoRef) -> list[SourceProvider]:

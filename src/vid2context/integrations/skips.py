@@ -18,10 +18,9 @@ from typing import Literal
 import msgspec
 
 from ..ctx import Ctx
-from ..errors import ErrorCode, VidError, steps
-from ..inputs import is_list
+from ..errors import ErrorCode, VidError
 from ..models import Base, Segment, VideoContext
-from ..pipeline import resolve
+from ..pipeline import resolve_video
 from ..runtime import Runtime
 from ..timecode import format_timestamp, timestamp_url
 from ..tokens import estimate_tokens
@@ -127,13 +126,7 @@ def parse_skip(raw: str | None) -> tuple[str, ...] | None:
 def video_id_of(runtime: Runtime, source: str) -> tuple[str, str | None]:
     """The YouTube id (and canonical URL) of ``source``, or why SponsorBlock cannot know it; no
     fetch."""
-    ref = resolve(runtime, source)
-    if is_list(ref):
-        raise VidError(
-            ErrorCode.BAD_REQUEST,
-            f"{(ref.url or ref.id)[:120]} is a {ref.kind}, not a video.",
-            hint=steps("List its videos with {items} and ask for one video's skip segments."),
-        )
+    ref = resolve_video(runtime, source, wanted="skip segments")
     if ref.platform != "youtube":
         raise VidError(
             ErrorCode.UNSUPPORTED_INPUT,
