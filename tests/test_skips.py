@@ -16,16 +16,19 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from mcp.client import Client
 
 from vid2context.api import create_app
-from vid2context.errors import ErrorCode
+from vid2context.ctx import Ctx
+from vid2context.errors import ErrorCode, VidError
 from vid2context.integrations.skips import DEFAULT_CATEGORIES
-from vid2context.integrations.sponsorblock import ATTRIBUTION, CATEGORIES, KV_PREFIX
+from vid2context.integrations.sponsorblock import ATTRIBUTION, CATEGORIES, KV_PREFIX, fetch_segments
 from vid2context.mcp import create_mcp
 from vid2context.mcp.results import json_text
 from vid2context.mcp.tools.transcripts import STATED_COSTS
+from vid2context.storage.memory import MemoryKv
 from vid2context.tokens import estimate_tokens
 
 from .fake_sponsorblock import FakeSponsorBlock
@@ -394,3 +397,48 @@ async def test_what_a_translation_target_costs_is_what_list_caption_languages_sa
     without = estimate_tokens(json_text({**body, "translationTargets": []}))
     per_target = (estimate_tokens(result.content[0].text) - without) / len(body["translationTargets"])
     assert abs(per_target - STATED_COSTS["per_target"]) <= 0.25 * STATED_COSTS["per_target"], per_target
+
+
+# --- the SponsorBlock client itself -----------------------------------------------------------
+
+
+async def test_an_oversized_answer_is_upstream_and_a_stale_cache_entry_is_asked_again(
+    sponsorblock: FakeSponsorBlock,
+) -> None:
+    kv = MemoryKv()
+    async with httpx.AsyncClient() as http:
+        with pytest.raises(VidError) as caught:
+            await fetch_segments(http, kv, sponsorblock.origin, VIDEO_ID, Ctx(), max_body=200)
+        assert caught.value.code is ErrorCode.UPSTREAM and "200 bytes" in caught.value.message
+        assert await kv.get(KV_PREFIX + VIDEO_ID) is None
+        await kv.put(KV_PREFIX + VIDEO_ID, "{not json", ttl=60)  # another version's entry, or a torn one
+        found = await fetch_segments(http, kv, sponsorblock.origin, VIDEO_ID, Ctx())
+        assert len(found) == 6 and len(sponsorblock.requests) == 2
+        assert await fetch_segments(http, kv, sponsorblock.origin, VIDEO_ID, Ctx()) == found
+        assert len(sponsorblock.requests) == 2
+
+
+async def test_reversed_or_negative_ranges_from_upstream_are_dropped() -> None:
+    odd = {
+        VIDEO_ID: [
+            {"category": "sponsor", "actionType": "skip", "segment": [9.0, 3.0], "UUID": "r"},
+            {"category": "sponsor", "actionType": "skip", "segment": [-4.0, 2.0], "UUID": "n"},
+            {"category": "sponsor", "actionType": "skip", "segment": [3, 4], "UUID": "ok"},
+        ]
+    }
+    with FakeSponsorBlock(odd) as server:
+        async with httpx.AsyncClient() as http:
+            found = await fetch_segments(http, MemoryKv(), server.origin, VIDEO_ID, Ctx())
+    assert [(s.uuid, s.segment) for s in found] == [("ok", (3.0, 4.0))]
+
+
+@pytest.mark.parametrize("route", ["skips", "caption-languages", "transcript"])
+async def test_public_mode_refuses_a_local_path_before_any_request(
+    runtimes: Runtimes, replay: ReplayServer, sponsorblock: FakeSponsorBlock, route: str
+) -> None:
+    runtime = await runtimes.build(_settings(replay, sponsorblock, VID2CONTEXT_PUBLIC="1"))
+    async with serve(create_app(runtime, owns_runtime=False)) as client:
+        answer = await client.get(f"{API}/{route}", params={"url": "/etc/passwd", "skip": "1"})
+    _error(answer, ErrorCode.UNSUPPORTED_INPUT, 400)
+    assert "passwd" not in answer.json()["error"]["hint"]
+    assert sponsorblock.requests == [] and replay.requests == []

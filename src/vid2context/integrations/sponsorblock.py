@@ -115,10 +115,16 @@ def hash_prefix(video_id: str) -> str:
 
 
 async def fetch_segments(
-    client: httpx.AsyncClient, kv: KvStore, origin: str, video_id: str, ctx: Ctx
+    client: httpx.AsyncClient,
+    kv: KvStore,
+    origin: str,
+    video_id: str,
+    ctx: Ctx,
+    *,
+    max_body: int = MAX_BODY,
 ) -> list[RawSegment]:
     """Every segment SponsorBlock has for ``video_id`` (a YouTube id), from KV when asked within
-    the hour; an empty list when it has none."""
+    the hour; an empty list when it has none. An answer over ``max_body`` bytes is ``upstream``."""
     key = KV_PREFIX + video_id
     cached = await kv.get(key)
     if cached is not None:
@@ -127,12 +133,12 @@ async def fetch_segments(
         except msgspec.DecodeError:
             pass  # an entry of another version: ask again, and overwrite it
     ctx.check()
-    found = await _ask(client, origin, video_id)
+    found = await _ask(client, origin, video_id, max_body)
     await kv.put(key, _ENCODE.encode(found).decode(), ttl=TTL_S)
     return found
 
 
-async def _ask(client: httpx.AsyncClient, origin: str, video_id: str) -> list[RawSegment]:
+async def _ask(client: httpx.AsyncClient, origin: str, video_id: str, max_body: int) -> list[RawSegment]:
     url = f"{origin.rstrip('/')}/api/skipSegments/{hash_prefix(video_id)}"
     try:
         async with client.stream("GET", url, params=_QUERY, headers={"Accept": "application/json"}) as answer:
@@ -143,8 +149,8 @@ async def _ask(client: httpx.AsyncClient, origin: str, video_id: str) -> list[Ra
             body = bytearray()
             async for chunk in answer.aiter_bytes():
                 body += chunk
-                if len(body) > MAX_BODY:
-                    raise _unreadable(f"an answer over {MAX_BODY // (1024 * 1024)} MiB")
+                if len(body) > max_body:
+                    raise _unreadable(f"an answer over {max_body:,} bytes")
     except httpx.TimeoutException:
         raise VidError(
             ErrorCode.TIMEOUT,
