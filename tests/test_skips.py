@@ -1,6 +1,7 @@
 """SponsorBlock skip segments (``integrations/``, ``GET /skips``, ``skip=`` on ``/transcript``,
 MCP ``get_skip_segments``) and caption languages (``GET /caption-languages``,
-``list_caption_languages``), on the memory runtime and on the Worker's (KV on Miniflare).
+``list_caption_languages``), on the memory runtime and on the Worker's (KV on Miniflare); the
+cache and the stored transcript on the local SQLite stores too.
 
 Upstreams are stand-ins: YouTube is the recorded replay over real HTTP, SponsorBlock the stand-in
 in ``fake_sponsorblock.py`` that answers as its API docs show (hash-prefix lookups, 404 for none,
@@ -32,7 +33,7 @@ from vid2context.storage.memory import MemoryKv
 from vid2context.tokens import estimate_tokens
 
 from .fake_sponsorblock import FakeSponsorBlock
-from .runtimes import ON_WORKER_TOO, Runtimes, serve
+from .runtimes import ON_EVERY_RUNTIME, ON_WORKER_TOO, Runtimes, serve
 from .youtube_replay import PLAYLIST_ID, ReplayServer
 
 pytestmark = pytest.mark.anyio
@@ -77,7 +78,7 @@ def _error(response: Any, code: ErrorCode, status: int) -> dict[str, Any]:
 # --- GET /skips -------------------------------------------------------------------------------
 
 
-@ON_WORKER_TOO
+@ON_EVERY_RUNTIME
 async def test_skips_answer_the_video_asked_about_by_hash_prefix_and_cache_it(
     runtimes: Runtimes, replay: ReplayServer, sponsorblock: FakeSponsorBlock
 ) -> None:
@@ -215,7 +216,7 @@ async def test_an_unreachable_sponsorblock_is_upstream_naming_the_setting(
 # --- skip= on /transcript ---------------------------------------------------------------------
 
 
-@ON_WORKER_TOO
+@ON_EVERY_RUNTIME
 async def test_skip_removes_segments_from_a_copy_and_the_stored_transcript_stays_whole(
     runtimes: Runtimes, replay: ReplayServer, sponsorblock: FakeSponsorBlock
 ) -> None:
