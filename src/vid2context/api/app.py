@@ -18,6 +18,7 @@ from .ask import ASK_ROUTES
 from .catalog import formats, models
 from .collections import COLLECTION_ROUTES
 from .errors import EXCEPTION_HANDLERS
+from .exports import EXPORT_ROUTES
 from .health import health
 from .jobs import JOB_ROUTES
 from .library_routes import delete_saved_video, get_saved_video, list_saved_videos, put_saved_video
@@ -154,6 +155,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             search_route,
             *ASK_ROUTES,
             *RESEARCH_ROUTES,
+            *EXPORT_ROUTES,
             upload,
             *JOB_ROUTES,
             *ANSWER_ROUTES,
