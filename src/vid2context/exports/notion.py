@@ -237,7 +237,7 @@ class _Pacer:
         if attempt >= RETRIES:
             return None
         wait = refusal.retry_after if refusal.retry_after is not None else min(8.0, 0.5 * 2**attempt)
-        remaining = self.ctx.remaining()
+        remaining = self.ctx.remaining
         if wait > MAX_WAIT or (remaining is not None and wait >= remaining):
             return None
         return max(0.0, wait)

@@ -72,7 +72,7 @@ class NotionHttp:
         return await self._send("PATCH", f"/v1/blocks/{block_id}/children", {"children": children}, ctx)
 
     async def _send(self, method: str, path: str, body: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
-        remaining = ctx.remaining()
+        remaining = ctx.remaining
         timeout = TIMEOUT if remaining is None else max(0.1, min(TIMEOUT, remaining))
         try:
             response = await self._client.request(
