@@ -57,7 +57,7 @@ def _too_many(count: int) -> VidError:
     return VidError(
         ErrorCode.TOO_LARGE,
         f"This export names {count} videos; the limit is {MAX_VIDEOS}.",
-        hint=f"Export at most {MAX_VIDEOS} videos per request, and the rest in further requests.",
+        hint=f"Give inputs of at most {MAX_VIDEOS} videos per request, and send the rest in further requests.",
     )
 
 

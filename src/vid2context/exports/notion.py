@@ -75,7 +75,7 @@ MAX_WAIT = 60.0
 _ID = re.compile(r"([0-9a-fA-F]{8})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{12})")
 _TOKEN_HINT = (
     "Tell the user to create a Notion integration (notion.so/profile/integrations), set its secret as "
-    "NOTION_TOKEN on the server, and share the parent page with it."
+    "NOTION_TOKEN on the server, and share the parent page with it; do not retry until then."
 )
 
 
@@ -259,11 +259,13 @@ def _as_error(refusal: NotionRefusal) -> VidError:
         return VidError(
             ErrorCode.RATE_LIMITED,
             f"{said}.",
-            hint=f"Notion is limiting this integration's requests; retry after {wait} s.",
+            hint=f"Notion is limiting this integration's requests: wait {wait} s (Retry-After), then repeat the call once.",
             retry_after=wait,
         )
     return VidError(
-        ErrorCode.UPSTREAM, f"{said}.", hint="Retry later; if it persists, the pages may be partly created."
+        ErrorCode.UPSTREAM,
+        f"{said}.",
+        hint="Retry once in a moment; if it fails again, tell the user Notion is failing (the pages made so far stay), and do not retry.",
     )
 
 

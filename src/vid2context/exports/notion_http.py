@@ -44,16 +44,22 @@ def unreachable(exc: Exception) -> VidError:
     """A network failure on the way to Notion (no answer at all)."""
     if isinstance(exc, httpx.TimeoutException):
         return VidError(
-            ErrorCode.TIMEOUT, "Notion did not answer in time.", hint="Retry; fewer videos per export help."
+            ErrorCode.TIMEOUT,
+            "Notion did not answer in time.",
+            hint="Repeat the call once with fewer videos; if it fails again, tell the user Notion is not answering, and do not retry.",
         )
     return VidError(
-        ErrorCode.UPSTREAM, f"Notion could not be reached ({type(exc).__name__}).", hint="Retry later."
+        ErrorCode.UPSTREAM,
+        f"Notion could not be reached ({type(exc).__name__}).",
+        hint="Retry once in a moment; if it fails again, tell the user Notion cannot be reached, and do not retry.",
     )
 
 
 def not_an_object() -> VidError:
     return VidError(
-        ErrorCode.UPSTREAM, "Notion answered something that is not a JSON object.", hint="Retry later."
+        ErrorCode.UPSTREAM,
+        "Notion answered something that is not a JSON object.",
+        hint="Retry once in a moment; if it fails again, tell the user Notion cannot be reached, and do not retry.",
     )
 
 
