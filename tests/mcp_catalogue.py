@@ -21,6 +21,7 @@ TOOLS = {
     "add_to_collection",
     "get_collection",
     "export_obsidian",
+    "export_notion",
     "get_job",
     "research_videos",
     "get_key_moments",

@@ -11,7 +11,8 @@ import pytest
 from mcp.client import Client
 
 from vid2context.errors import ErrorCode, VidError
-from vid2context.exports.obsidian import allowed_roots, export_notes, note_name, resolve_vault
+from vid2context.exports.notes import note_name
+from vid2context.exports.obsidian import allowed_roots, export_notes, resolve_vault
 from vid2context.mcp import create_mcp
 from vid2context.models import Chapter, Segment, Transcript, VideoContext, VideoMetadata
 from vid2context.runtime import build_runtime

@@ -512,6 +512,28 @@ SETTINGS: tuple[Setting, ...] = (
         "get_skip_segments); point it at a mirror or a local server.",
     ),
     Setting(
+        "NOTION_TOKEN",
+        "notion_token",
+        "str",
+        None,
+        "Secret of the Notion integration that POST /api/v1/exports/notion and export_notion write "
+        "pages with (share the parent page with the integration).",
+    ),
+    Setting(
+        "VID2CONTEXT_NOTION_PARENT_PAGE_ID",
+        "notion_parent_page_id",
+        "str",
+        None,
+        "Notion page (id or URL) that exports go under when a request gives no parentPageId.",
+    ),
+    Setting(
+        "VID2CONTEXT_NOTION_ORIGIN",
+        "notion_origin",
+        "str",
+        None,
+        "Notion API origin; unset: https://api.notion.com.",
+    ),
+    Setting(
         "VID2CONTEXT_HOSTED",
         "hosted",
         "bool",
@@ -643,6 +665,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     supadata_api_key: str | None = None
     supadata_base_url: str | None = None
     sponsorblock_origin: str = "https://sponsor.ajay.app"
+    notion_token: str | None = None
+    notion_parent_page_id: str | None = None
+    notion_origin: str | None = None
     hosted: bool = False
     github_client_id: str | None = None
     github_client_secret: str | None = None

@@ -19,6 +19,7 @@ from .caption_languages import caption_languages_route
 from .catalog import formats, models
 from .collections import COLLECTION_ROUTES
 from .errors import EXCEPTION_HANDLERS
+from .exports import EXPORT_ROUTES
 from .health import health
 from .jobs import JOB_ROUTES
 from .library_routes import delete_saved_video, get_saved_video, list_saved_videos, put_saved_video
@@ -158,6 +159,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             *RESEARCH_ROUTES,
             *SKIP_ROUTES,
             caption_languages_route,
+            *EXPORT_ROUTES,
             upload,
             *JOB_ROUTES,
             *ANSWER_ROUTES,

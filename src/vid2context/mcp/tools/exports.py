@@ -1,8 +1,11 @@
-"""Exports to the user's own tools: Obsidian notes, written on the machine the server runs on.
+"""Exports to the user's own tools: Obsidian notes written on the machine the server runs on,
+and Notion pages.
 
-Local only: the file writing lives in ``exports/obsidian.py`` (a local-only module, imported inside
-the tool), and a call that arrives over HTTP is refused, since the server's disk is not the
-caller's.
+``export_obsidian`` is local only: the file writing lives in ``exports/obsidian.py`` (a local-only
+module, imported inside the tool), and a call that arrives over HTTP is refused, since the
+server's disk is not the caller's (REST's ``/exports/obsidian`` answers the notes as files
+instead). ``export_notion`` works everywhere, on the same core as ``POST /api/v1/exports/notion``
+(``exports/gather.py``).
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ from typing import Annotated
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from ... import library
-from ...batch import read_videos
 from ...errors import ErrorCode, VidError
+from ...exports.gather import failed_inputs, gather, named_inputs, notion_export, notion_parent
+from ...exports.notion import NotionPage
 from ...models import Base, FailedInput
 from ..params import OptionalCollection, Urls
 from ..results import JsonReply, Reply
@@ -22,7 +25,7 @@ from ..runs import Run
 from ..toolkit import ContractTool, Deps, define, over_http
 from .common import long_call
 
-__all__ = ["ObsidianExport", "tools"]
+__all__ = ["NotionExportReply", "ObsidianExport", "tools"]
 
 VaultPath = Annotated[
     str,
@@ -34,10 +37,26 @@ VaultPath = Annotated[
 ]
 
 
+ParentPageId = Annotated[
+    str | None,
+    Field(
+        alias="parentPageId",
+        description="The Notion page to create the pages under: its id or its URL (Copy link). Default: the "
+        "server's VID2CONTEXT_NOTION_PARENT_PAGE_ID.",
+    ),
+]
+
+
 class ObsidianExport(Base, kw_only=True):
     vault: str
     notes: list[str]
     """Paths written: one note per video, then the index note."""
+    failed: list[FailedInput]
+
+
+class NotionExportReply(Base, kw_only=True):
+    pages: list[NotionPage]
+    """The pages created, one per video, in order."""
     failed: list[FailedInput]
 
 
@@ -66,40 +85,53 @@ def tools(deps: Deps) -> list[ContractTool]:
         resolve_vault(
             vault_path, allowed_roots(runtime.settings.file_roots)
         )  # refuse before reading anything
-        inputs = [text for text in urls or [] if isinstance(text, str) and text.strip()]
-        title = "vid2context export"
-        if collection is not None:
-            view = await library.get_collection_view(runtime, collection)
-            inputs = [video.id for video in view.videos] + list(view.pending) + inputs
-            title = view.name
-        if not inputs:
-            raise VidError(
-                ErrorCode.BAD_REQUEST,
-                "No videos to export.",
-                hint="Give urls (videos, playlists, channels) and/or a collection id.",
-            )
+        inputs, title = await named_inputs(runtime, urls, collection)
         args = {"vaultPath": vault_path, "urls": inputs, "title": title}
 
         async def work(run: Run) -> Reply:
-            found = await read_videos(
-                runtime, inputs, ctx=run.ctx(), leave_out=True, on_progress=run.progress_event
-            )
-            contexts, failed = found.contexts, found.failed
+            gathered = await gather(runtime, inputs, title, run.ctx(), on_progress=run.progress_event)
             vault, written = export_notes(
-                vault_path, runtime.settings.file_roots, contexts, title=title, failed=failed
+                vault_path,
+                runtime.settings.file_roots,
+                gathered.contexts,
+                title=title,
+                failed=gathered.failed,
             )
-            failures = [
-                FailedInput(input=text, code=error.code.value, message=error.message, hint=error.hint)
-                for text, error in failed
-            ]
             return JsonReply(
-                ObsidianExport(vault=str(vault), notes=[str(p) for p in written], failed=failures)
+                ObsidianExport(
+                    vault=str(vault), notes=[str(p) for p in written], failed=failed_inputs(gathered.failed)
+                )
             )
 
         return await long_call(deps, ctx, "export_obsidian", args, work, writes=True)
+
+    async def export_notion(
+        ctx: Context,
+        urls: Urls = None,
+        collection: OptionalCollection = None,
+        parent_page_id: ParentPageId = None,
+    ) -> Reply:
+        """Create one Notion page per video under parentPageId: the title, the video's facts,
+        chapters as headings and paragraphs whose [m:ss] links open the video at that moment.
+
+        Needs the server's Notion integration (NOTION_TOKEN) with the parent page shared with it.
+        A video that cannot be read is listed in failed. Answers the page URLs, about 30 tokens
+        per page.
+        """
+        parent = notion_parent(runtime, parent_page_id)  # refused before any video is read
+        inputs, title = await named_inputs(runtime, urls, collection)
+        args = {"parentPageId": parent, "urls": inputs, "title": title}
+
+        async def work(run: Run) -> Reply:
+            gathered = await gather(runtime, inputs, title, run.ctx(), on_progress=run.progress_event)
+            done = await notion_export(runtime, gathered, parent, run.ctx())
+            return JsonReply(NotionExportReply(pages=done.pages, failed=failed_inputs(done.failed)))
+
+        return await long_call(deps, ctx, "export_notion", args, work, writes=True)
 
     return [
         define(
             export_obsidian, title="Export Obsidian notes", read_only=False, open_world=True, idempotent=True
         ),
+        define(export_notion, title="Export to Notion", read_only=False, open_world=True, idempotent=False),
     ]
