@@ -15,6 +15,7 @@ from ..runtime import Runtime
 from .accounts import ACCOUNT_ROUTES
 from .answers import ANSWER_ROUTES
 from .ask import ASK_ROUTES
+from .bots import BOT_ROUTES
 from .catalog import formats, models
 from .collections import COLLECTION_ROUTES
 from .errors import EXCEPTION_HANDLERS
@@ -154,6 +155,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             search_route,
             *ASK_ROUTES,
             *RESEARCH_ROUTES,
+            *BOT_ROUTES,
             upload,
             *JOB_ROUTES,
             *ANSWER_ROUTES,
