@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..errors import ErrorCode, VidError
-from ..jobs import JobKind, JobRun
+from ..jobs import Job, JobKind, JobRun
 from ..models import Base
 from .message import render
 from .platforms import post_reply
@@ -45,11 +45,11 @@ class BotReplyResult(Base, kw_only=True):
     characters: int
 
 
-async def queue_reply(runtime: Runtime, platform: str, text: str, target: dict[str, Any]) -> None:
+async def queue_reply(runtime: Runtime, platform: str, text: str, target: dict[str, Any]) -> Job:
     """Keep ``target`` in the KV and queue the job that answers ``text`` there."""
     key = secrets.token_urlsafe(18)
     await runtime.kv.put(_PREFIX + key, msgspec.json.encode(target).decode(), ttl=STASH_TTL)
-    await runtime.jobs.submit(
+    return await runtime.jobs.submit(
         runtime, "bot_reply", {"platform": platform, "text": text[:MAX_TEXT], "replyKey": key}
     )
 
