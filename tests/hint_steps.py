@@ -50,10 +50,12 @@ REST_ONLY = (
     "site.py",
     "site_files.py",
     "settings.py",
+    "bots/",
 )
 """Modules no MCP call runs (paths under the package): the REST app, the REST job queue (in process
 and on the Worker's queue) and its kinds, the CLI (push, pull and sync included, and the PUT they
-call), the docs site and the settings' help texts (the configuration page)."""
+call), the docs site, the settings' help texts (the configuration page) and the chat bots (their
+webhooks are REST routes)."""
 
 INPUT_CODES = frozenset({"unsupported-input", "bad-request", "too-large", "not-found"})
 """The codes about what the caller sent: a hint that says how to send it right is a next step."""

@@ -58,7 +58,8 @@ def _bad(message: str) -> VidError:
     return VidError(
         ErrorCode.BAD_REQUEST,
         message,
-        hint="Give bot_reply jobs no options; the bot routes (POST /api/v1/bots/...) queue them themselves.",
+        hint="Give bot_reply jobs no options: the bot webhooks (POST /api/v1/bots/telegram and the others) "
+        "queue them themselves.",
     )
 
 
