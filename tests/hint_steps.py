@@ -50,17 +50,19 @@ REST_ONLY = (
     "site.py",
     "site_files.py",
     "settings.py",
+    "bots/",
 )
 """Modules no MCP call runs (paths under the package): the REST app, the REST job queue (in process
 and on the Worker's queue) and its kinds, the CLI (push, pull and sync included, and the PUT they
-call), the docs site and the settings' help texts (the configuration page)."""
+call), the docs site, the settings' help texts (the configuration page) and the chat bots (their
+webhooks are REST routes)."""
 
 INPUT_CODES = frozenset({"unsupported-input", "bad-request", "too-large", "not-found"})
 """The codes about what the caller sent: a hint that says how to send it right is a next step."""
 
 SETTING_NAMES = frozenset(setting.env for setting in SETTINGS)
 _TELL = re.compile(r"tell the user\b.*\bdo not\s+(?:retry|call again)", re.IGNORECASE | re.DOTALL)
-_SETTING = re.compile(r"\b(?:VID2CONTEXT|GROQ|CLOUDFLARE|NOTION)_[A-Z0-9_]+\b")
+_SETTING = re.compile(r"\b(?:VID2CONTEXT|GROQ|CLOUDFLARE|NOTION|TELEGRAM|DISCORD|SLACK)_[A-Z0-9_]+\b")
 _ROUTE = re.compile(r"\b(GET|POST|PUT|PATCH|DELETE) (/[^\s,;)`'\"]*[^\s,;)`'\".])")
 _ASSIGN = re.compile(r"(?<![\w/.&?-])([a-zA-Z][a-zA-Z_]*)=(?!=)")
 _VERB_ARG = re.compile(

@@ -1,5 +1,5 @@
 """The built-in job kinds: ``context``, ``items``, ``bundle``, ``ingest``, ``refresh`` and ``index``
-here, ``brief`` and ``extract`` in ``answers/kinds.py``.
+here, ``brief`` and ``extract`` in ``answers/kinds.py``, ``bot_reply`` in ``bots/kind.py``.
 
 Each kind checks its input and options before anything is queued (a bad request never becomes a
 failed job), then runs on the same core functions the REST routes and MCP tools call (``items`` and
@@ -34,6 +34,7 @@ from . import library, pipeline
 from .answers.kinds import ANSWER_KINDS
 from .batch import MAX_VIDEOS as MAX_BUNDLE_VIDEOS
 from .batch import read_videos
+from .bots.kind import BOT_KINDS
 from .bundle import build_bundle
 from .collections_io import MAX_CONCURRENCY, MAX_VIDEOS, CollectionResult, check_run, is_int_in
 from .errors import ErrorCode, VidError
@@ -327,4 +328,5 @@ BUILTIN_KINDS: dict[str, JobKind] = {
     "refresh": JobKind(_check_refresh, _run_refresh, "read a collection's sources for new videos"),
     "index": JobKind(_check_index, _run_index, "embed saved videos not indexed yet, for search"),
     **ANSWER_KINDS,
+    **BOT_KINDS,
 }

@@ -534,6 +534,69 @@ SETTINGS: tuple[Setting, ...] = (
         "Notion API origin; unset: https://api.notion.com.",
     ),
     Setting(
+        "TELEGRAM_BOT_TOKEN",
+        "telegram_bot_token",
+        "str",
+        None,
+        "Token of the Telegram bot (from @BotFather) that answers at POST /api/v1/bots/telegram.",
+    ),
+    Setting(
+        "VID2CONTEXT_TELEGRAM_SECRET",
+        "telegram_secret",
+        "str",
+        None,
+        "The secret_token given to Telegram's setWebhook; updates without it are refused.",
+    ),
+    Setting(
+        "VID2CONTEXT_TELEGRAM_ORIGIN",
+        "telegram_origin",
+        "str",
+        None,
+        "Telegram Bot API origin; unset: https://api.telegram.org.",
+    ),
+    Setting(
+        "DISCORD_PUBLIC_KEY",
+        "discord_public_key",
+        "str",
+        None,
+        "Public key (hex) of the Discord application whose interactions POST /api/v1/bots/discord answers.",
+    ),
+    Setting(
+        "VID2CONTEXT_DISCORD_ORIGIN",
+        "discord_origin",
+        "str",
+        None,
+        "Discord API origin; unset: https://discord.com/api/v10.",
+    ),
+    Setting(
+        "SLACK_SIGNING_SECRET",
+        "slack_signing_secret",
+        "str",
+        None,
+        "Signing secret of the Slack app whose events and commands POST /api/v1/bots/slack/* answer.",
+    ),
+    Setting(
+        "SLACK_BOT_TOKEN",
+        "slack_bot_token",
+        "str",
+        None,
+        "Bot token (xoxb-...) of that Slack app, for chat.postMessage.",
+    ),
+    Setting(
+        "VID2CONTEXT_SLACK_ORIGIN",
+        "slack_origin",
+        "str",
+        None,
+        "Slack Web API origin; unset: https://slack.com/api.",
+    ),
+    Setting(
+        "VID2CONTEXT_SLACK_HOOKS_ORIGIN",
+        "slack_hooks_origin",
+        "str",
+        None,
+        "The only origin a slash command's response_url may be on; unset: https://hooks.slack.com.",
+    ),
+    Setting(
         "VID2CONTEXT_HOSTED",
         "hosted",
         "bool",
@@ -668,6 +731,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     notion_token: str | None = None
     notion_parent_page_id: str | None = None
     notion_origin: str | None = None
+    telegram_bot_token: str | None = None
+    telegram_secret: str | None = None
+    telegram_origin: str | None = None
+    discord_public_key: str | None = None
+    discord_origin: str | None = None
+    slack_signing_secret: str | None = None
+    slack_bot_token: str | None = None
+    slack_origin: str | None = None
+    slack_hooks_origin: str | None = None
     hosted: bool = False
     github_client_id: str | None = None
     github_client_secret: str | None = None

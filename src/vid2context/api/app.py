@@ -16,6 +16,7 @@ from .accounts import ACCOUNT_ROUTES
 from .answers import ANSWER_ROUTES
 from .ask import ASK_ROUTES
 from .caption_languages import caption_languages_route
+from .bots import BOT_ROUTES
 from .catalog import formats, models
 from .collections import COLLECTION_ROUTES
 from .errors import EXCEPTION_HANDLERS
@@ -160,6 +161,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             *SKIP_ROUTES,
             caption_languages_route,
             *EXPORT_ROUTES,
+            *BOT_ROUTES,
             upload,
             *JOB_ROUTES,
             *ANSWER_ROUTES,

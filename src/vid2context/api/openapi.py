@@ -30,7 +30,7 @@ from ..errors import ErrorCode, VidError
 from ..models import Attempt
 from ..settings import Settings
 from .errors import error_response
-from .middleware._asgi import OPEN_PATHS, OPENAPI_PATH
+from .middleware._asgi import OPENAPI_PATH, SIGNED_PREFIX, is_open
 
 __all__ = ["ERROR_BODY_SCHEMA", "finish", "openapi_config"]
 
@@ -124,9 +124,11 @@ def _finish_operation(path: str, operation: dict[str, Any], settings: Settings, 
             # Litestar leaves out the schema of a documentation-only header; 3.1 requires one.
             if isinstance(header, dict) and "schema" not in header and "content" not in header:
                 header["schema"] = {"type": "string"}
-    open_route = path in OPEN_PATHS
+    open_route = is_open(path)
     if open_route:
         operation["security"] = []
+    if path.startswith(SIGNED_PREFIX):
+        responses.setdefault("401", _error("unauthorized: the platform's signature does not check out"))
     responses.setdefault("400", _error("bad-request: a parameter or the body is not valid"))
     if keys and not open_route:
         responses.setdefault(

@@ -14,9 +14,11 @@ from typing import Any
 __all__ = [
     "HEALTH_PATH",
     "OPEN_PATHS",
+    "SIGNED_PREFIX",
     "canonical_path",
     "header",
     "is_api",
+    "is_open",
     "is_preflight",
     "origin_of",
     "state_of",
@@ -26,6 +28,15 @@ HEALTH_PATH = "/api/v1/health"
 OPENAPI_PATH = "/api/v1/openapi.json"
 OPEN_PATHS = frozenset({HEALTH_PATH, OPENAPI_PATH})
 """Answered without an API key (the contract's ``security: []`` routes)."""
+SIGNED_PREFIX = "/api/v1/bots/"
+"""The chat platforms' webhooks: no API key (a platform cannot send ours), each request checked
+against the platform's own signature instead (``bots/signatures.py``)."""
+
+
+def is_open(path: str) -> bool:
+    """Whether ``path`` (canonical) is answered without an API key."""
+    return path in OPEN_PATHS or path.startswith(SIGNED_PREFIX)
+
 
 _SLASHES = re.compile(r"/{2,}")
 

@@ -20,7 +20,8 @@ quotas go with the request (``ctx.METER``).
 
 The presented key is hashed once and compared with ``hmac.compare_digest`` against *every*
 configured digest, without stopping at a match, so timing says nothing about which key or how
-much of it matched. ``/api/v1/health`` and ``/api/v1/openapi.json`` stay open. A missing or wrong
+much of it matched. ``/api/v1/health`` and ``/api/v1/openapi.json`` stay open, and so do the bot
+webhooks under ``/api/v1/bots/``, which check the platform's signature instead. A missing or wrong
 key is ``401 unauthorized`` with ``WWW-Authenticate: Bearer``; a key without the scope is
 ``403 forbidden``. The matched key's name goes to ``scope["state"]["key_name"]`` for the rate
 limiter and the access log; the key itself is never stored or logged. A malformed entry stops
@@ -39,7 +40,7 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 from ...ctx import METER
 from ...errors import ErrorCode, VidError
 from ..errors import send_error
-from ._asgi import OPEN_PATHS, canonical_path, header, is_api, state_of
+from ._asgi import canonical_path, header, is_api, is_open, state_of
 from .client import client_ip
 from .ratelimit import _address_bucket
 
@@ -197,7 +198,7 @@ class Auth:
             await self.app(scope, receive, send)
             return
         path = canonical_path(scope["path"])
-        if not is_api(path) or path in OPEN_PATHS or (self.hosted and path.startswith(_AUTH_PREFIX)):
+        if not is_api(path) or is_open(path) or (self.hosted and path.startswith(_AUTH_PREFIX)):
             await self.app(scope, receive, send)
             return
         authorization = header(scope, b"authorization")
