@@ -15,8 +15,8 @@ from ..runtime import Runtime
 from .accounts import ACCOUNT_ROUTES
 from .answers import ANSWER_ROUTES
 from .ask import ASK_ROUTES
-from .caption_languages import caption_languages_route
 from .bots import BOT_ROUTES
+from .caption_languages import caption_languages_route
 from .catalog import formats, models
 from .collections import COLLECTION_ROUTES
 from .errors import EXCEPTION_HANDLERS
