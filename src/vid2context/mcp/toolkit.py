@@ -10,7 +10,6 @@ code, and anything else is logged and answered as ``internal`` with no detail.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -24,6 +23,7 @@ from pydantic import ValidationError
 
 from ..errors import ErrorCode, VidError
 from ..runtime import Runtime
+from .owner import RUN_OWNER, digest
 from .results import ErrorReply, Reply
 from .runs import Runs
 from .schemas import portable_input
@@ -128,16 +128,19 @@ def over_http(ctx: Context) -> bool:
 
 
 def caller(ctx: Context) -> str:
-    """Who is calling, for binding long runs: a digest of the bearer credential over HTTP, ``""``
-    over stdio. The credential itself is never kept."""
+    """Who is calling, for binding long runs: over HTTP a digest of the owner the ``/mcp`` mount
+    named (an OAuth grant's family, the same after a token refresh: ``owner.py``), else of the
+    bearer credential; ``""`` over stdio. Neither credential nor family is kept."""
+    owner = RUN_OWNER.get()
+    if owner is not None:
+        return digest(owner)
     try:
         headers = ctx.headers
     except ValueError:
         return ""
     if not headers:
         return ""
-    authorization = headers.get("authorization") or ""
-    return hashlib.sha256(authorization.encode("utf-8", "replace")).hexdigest()[:32]
+    return digest(headers.get("authorization") or "")
 
 
 Notify = Callable[[str, float | None, str, int | None, int | None], Awaitable[None]]
