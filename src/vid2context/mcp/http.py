@@ -55,7 +55,7 @@ from ..errors import ErrorCode, VidError
 from ..held import Held
 from ..runtime import Runtime
 from .identity import PROTOCOL_VERSIONS, SERVER_NAME
-from .owner import RUN_OWNER
+from .owner import RUN_OWNER, digest
 
 if TYPE_CHECKING:
     from ..auth.server import OAuthServer
@@ -340,7 +340,9 @@ class McpHttp:
             await send(message)
 
         token = METER.set(meter)  # the tools' Ctx count against the account (hosted mode)
-        owned = RUN_OWNER.set(owner)  # whose long runs these are (owner.py)
+        if owner is None:  # a static token or an account key: its header, which never changes
+            owner = (header(scope, b"authorization") or b"").decode("latin-1")
+        owned = RUN_OWNER.set(digest(owner))  # whose long runs these are (owner.py)
         try:
             await app(inner, receive, send_with_cors)
         finally:

@@ -126,6 +126,7 @@ def create_mcp(
         wait_s=runtime.settings.mcp_wait_s if wait_s is None else wait_s,
         job_wait_s=job_wait_s,
         keep_alive=runtime.hand_off,  # on the Worker a run must be given to waitUntil to outlive its request
+        durable=runtime.mcp_runs,  # or, with a JOBS queue, it is a message on it (queued.py)
     )
     deps = Deps(runtime=runtime, runs=runs)
     root = logging.getLogger()
