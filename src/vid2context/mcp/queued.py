@@ -338,7 +338,7 @@ class QueuedRuns:
                     VidError(
                         ErrorCode.INTERNAL,
                         "This call failed on every retry.",
-                        hint="Make the call once more; if it fails again, tell the user it needs a look.",
+                        hint="Repeat the call once; if it fails again, tell the user it needs a look, and do not retry.",
                     )
                 ).to_result()
             )
