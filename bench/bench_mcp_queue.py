@@ -6,7 +6,8 @@ recorded answers), each answering ``processing`` at once (``VID2CONTEXT_MCP_WAIT
 ``get_job`` is polled for each until every reply is in. Two figures:
 
 - ``queued``: a Worker with ``JOBS``: every call is a row in D1 and a message; the consumer
-  (another isolate, over ``tests/queue_bridge.py``) runs the tool again and writes the reply.
+  (the same isolate, its ``queue()`` fed over ``tests/queue_bridge.py``) runs the tool again and
+  writes the reply.
 - ``in_isolate``: the same Worker without the queue: every call is a task of the isolate on
   ``waitUntil`` (``mcp/runs.py``), the reference the ratio is read against.
 
@@ -23,7 +24,6 @@ import asyncio
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +31,12 @@ _ROOT = Path(__file__).resolve().parents[1]
 if str(_ROOT) not in sys.path:  # the harness lives in tests/, beside this package
     sys.path.insert(0, str(_ROOT))
 
-from tests.miniflare_harness import apply_migrations, start_harness  # noqa: E402
-from tests.queue_bridge import Bridge  # noqa: E402
-from tests.test_queue_jobs import QueueEnv, _listed  # noqa: E402
-from tests.test_worker_entry import Isolate, WorkerEnv  # noqa: E402
+from tests.miniflare_harness import start_harness  # noqa: E402
+from tests.test_queue_jobs import _listed  # noqa: E402
+from tests.test_worker_entry import Isolate  # noqa: E402
 from tests.youtube_replay import ReplayServer  # noqa: E402
+
+from bench.bench_queue import _clock, _since, ratios, served, worker_env  # noqa: E402
 
 TOKEN = "bench-" + "t0k3n" * 4
 _HEADERS = {
@@ -63,24 +64,13 @@ def _processing(result: dict[str, Any]) -> str | None:
 
 
 async def _calls(harness: Any, replay: ReplayServer, count: int, *, queued: bool) -> dict[str, Any]:
-    harness.reset()
-    bindings = harness.new_env(queue=queued)
-    await apply_migrations(bindings.DB)
-    variables = {
-        "VID2CONTEXT_PUBLIC": "1",
-        "VID2CONTEXT_YOUTUBE_ORIGIN": replay.origin,
-        "VID2CONTEXT_ACCESS_LOG": "0",
-        "VID2CONTEXT_MCP_TOKENS": TOKEN,
-        "VID2CONTEXT_MCP_RATE_LIMIT": "0",
-        "VID2CONTEXT_MCP_WAIT_S": "0",
-    }
-    env = QueueEnv(bindings, **variables) if queued else WorkerEnv(bindings, **variables)
-    isolate, consumer = Isolate(env), Isolate(env)
-    bridge = await Bridge(consumer.module.Default(ctx=object(), env=env)).start()
-    harness.set_consumer(bridge.url)
+    bindings, env = await worker_env(
+        harness, replay, queued=queued, VID2CONTEXT_MCP_TOKENS=TOKEN, VID2CONTEXT_MCP_RATE_LIMIT="0",
+        VID2CONTEXT_MCP_WAIT_S="0",
+    )  # fmt: skip
     videos = _listed(count)
-    try:
-        start = time.perf_counter(), time.process_time()
+    async with served(harness, bindings, env) as (isolate, bridge):
+        start = _clock()
         jobs = []
         for video in videos:
             job_id = _processing(await _call(isolate, "get_metadata", {"url": video}))
@@ -92,13 +82,8 @@ async def _calls(harness: Any, replay: ReplayServer, count: int, *, queued: bool
                 await asyncio.sleep(0.05)
             assert not result.get("isError"), result
             titles.append(json.loads(result["content"][1]["text"])["title"])
-        wall, cpu = time.perf_counter() - start[0], time.process_time() - start[1]
+        wall, cpu = _since(start)
         assert len(titles) == count and all(titles)
-    finally:
-        harness.set_consumer(None)
-        await bridge.kill()
-        await isolate.aclose()
-        await bindings.aclose()
     messages = sum(len(b.messages) for b in bridge.batches)
     figures = {
         "calls": count,
@@ -120,13 +105,7 @@ async def _run() -> dict[str, Any]:
             in_isolate = await _calls(harness, replay, count, queued=False)
     finally:
         harness.stop()
-    return {
-        "queued": queued,
-        "in_isolate": in_isolate,
-        "queued_vs_in_isolate_wall": round(queued["wall_s"] / in_isolate["wall_s"], 2),
-        "queued_vs_in_isolate_cpu": round(queued["cpu_s"] / in_isolate["cpu_s"], 2),
-        "miniflare": "4.20260426.0",
-    }
+    return {"queued": queued, "in_isolate": in_isolate, **ratios(queued, in_isolate)}
 
 
 def run() -> dict[str, Any]:
