@@ -152,9 +152,11 @@ async def test_a_consumer_that_dies_after_the_work_leaves_the_reply_to_read(
             await asyncio.sleep(0.2)
     ((queue, attempts, decision),) = _deliveries([rescuer], started["job_id"])
     assert attempts == 2 and decision["ack"] is True  # the run had ended: acked, not run again
-    done = await _finished(Isolate(env), started["job_id"])
+    reader = Isolate(env)
+    done = await _finished(reader, started["job_id"])
     assert not done.get("isError") and done.get("title", "").startswith("Surface Go Review"), done
-    await first.aclose()
+    for isolate in (first, reader):
+        await isolate.aclose()
     await rescuer.kill()
 
 

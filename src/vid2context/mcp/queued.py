@@ -11,6 +11,9 @@ owner, with ``runs.INLINE`` set so the tool does its work at once; it writes eac
 and, at the end, the reply (the ``CallToolResult`` as JSON) to the row. The isolate that got the
 call polls the row until ``wait_s``; ``get_job``, or the same call made again on any isolate,
 reads it the same way. A finished run answers for ``keep_s``; the cron forgets runs a day after.
+A stored reply is sent as it was made, fence ids included (unlike a reply kept in memory, which
+gets fresh ones each time): they were drawn after the video's text was read, so that text still
+cannot close its fence.
 
 Retries: an unexpected failure, or a call that fails transiently (``job_units.TRANSIENT``: rate
 limits, timeouts, upstream errors), is retried with the job queue's backoff (a rate limit's
