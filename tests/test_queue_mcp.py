@@ -100,18 +100,19 @@ def _deliveries(bridges: list[Bridge], job_id: str) -> list[tuple[str, int, Any]
 async def test_a_long_call_is_run_by_the_consumer_and_read_from_any_isolate(
     miniflare: MiniflareHarness, env: QueueEnv
 ) -> None:
-    first = Isolate(env)
-    started = await _call(first, "get_outline", {"url": VIDEO})
+    first, other = Isolate(env), Isolate(env)
+    # The same call on two isolates at once: one run (the second insert finds the first going).
+    started, twin = await asyncio.gather(
+        _call(first, "get_outline", {"url": VIDEO}), _call(other, "get_outline", {"url": VIDEO})
+    )
     assert started["status"] == "processing" and started["stage"] == "queued", started
     job_id = started["job_id"]
+    assert twin["job_id"] == job_id
     (row,) = await _rows(env)
     assert (row["id"], row["tool"], row["status"]) == (job_id, "get_outline", "queued")
     assert json.loads(row["arguments"]) == {"url": VIDEO}
     assert len(row["caller"]) == 32 and all(token not in json.dumps(row) for token in TOKENS)
-
-    other = Isolate(env)  # the same call on another isolate attaches to the run
-    assert (await _call(other, "get_outline", {"url": VIDEO}))["job_id"] == job_id
-    assert len(await _rows(env)) == 1
+    assert (await _call(other, "get_outline", {"url": VIDEO}))["job_id"] == job_id  # attached again
 
     consumer = Isolate(env)
     bridge = await Bridge(_entrypoint(consumer)).start()
@@ -131,6 +132,22 @@ async def test_a_long_call_is_run_by_the_consumer_and_read_from_any_isolate(
     assert [r["status"] for r in await _rows(env)] == ["done"]
     for isolate in (first, other, consumer, reader):
         await isolate.aclose()
+    await bridge.kill()
+
+
+async def test_a_call_the_consumer_finishes_within_the_wait_answers_with_its_reply(
+    miniflare: MiniflareHarness, env: QueueEnv
+) -> None:
+    env.VID2CONTEXT_MCP_WAIT_S = "120"  # the call polls its row until the consumer has written the reply
+    consumer, isolate = Isolate(env), Isolate(env)
+    bridge = await Bridge(_entrypoint(consumer)).start()
+    miniflare.set_consumer(bridge.url)
+    answer = await _call(isolate, "get_metadata", {"url": VIDEO})
+    assert answer.get("title", "").startswith("Surface Go Review"), answer
+    assert [r["status"] for r in await _rows(env)] == ["done"]  # it did go through the queue
+    assert len(_deliveries([bridge], (await _rows(env))[0]["id"])) == 1
+    for one in (consumer, isolate):
+        await one.aclose()
     await bridge.kill()
 
 
