@@ -23,7 +23,7 @@ from .queue_bridge import Bridge
 from .test_mcp_http import MCP_HEADERS
 from .test_queue_jobs import DyingBridge, QueueEnv, _entrypoint, replay  # noqa: F401 (a fixture)
 from .test_worker_entry import Isolate, workers
-from .youtube_replay import TOO_MANY_REQUESTS_ID, ReplayServer
+from .youtube_replay import PLAYLIST_ID, TOO_MANY_REQUESTS_ID, ReplayServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -147,6 +147,28 @@ async def test_a_call_the_consumer_finishes_within_the_wait_answers_with_its_rep
     assert [r["status"] for r in await _rows(env)] == ["done"]  # it did go through the queue
     assert len(_deliveries([bridge], (await _rows(env))[0]["id"])) == 1
     for one in (consumer, isolate):
+        await one.aclose()
+    await bridge.kill()
+
+
+async def test_a_collection_made_by_a_queued_call_is_made_once(
+    miniflare: MiniflareHarness, env: QueueEnv
+) -> None:
+    """The consumer makes the whole call again: it follows the sources of the collection the call
+    made, and makes no second one (``runs.replaying``)."""
+    isolate, consumer = Isolate(env), Isolate(env)
+    playlist = f"https://www.youtube.com/playlist?list={PLAYLIST_ID}"
+    started = await _call(isolate, "create_collection", {"name": "Followed", "sources": [playlist]})
+    assert started["status"] == "processing", started
+    bridge = await Bridge(_entrypoint(consumer)).start()
+    miniflare.set_consumer(bridge.url)
+    done = await _finished(isolate, started["job_id"])
+    assert not done.get("isError"), done
+    assert done["collection"]["name"] == "Followed" and done["collection"]["videoCount"] == 12, done
+    assert len(done["summary"]["added"]) == 12 and done["summary"]["failed"] == []
+    listed = json.loads((await isolate.fetch("/api/v1/collections")).body)
+    assert [c["name"] for c in listed["collections"]] == ["Followed"]
+    for one in (isolate, consumer):
         await one.aclose()
     await bridge.kill()
 

@@ -47,7 +47,7 @@ from ..ctx import Ctx
 from ..errors import VidError
 from .results import ErrorReply, JsonReply, Processing, Reply
 
-__all__ = ["CALL", "INLINE", "KEEP_S", "WAIT_S", "Durable", "Run", "Runs"]
+__all__ = ["CALL", "INLINE", "KEEP_S", "WAIT_S", "Durable", "Run", "Runs", "replaying"]
 
 log = logging.getLogger("vid2context.mcp")
 
@@ -66,6 +66,12 @@ CALL: ContextVar[tuple[str, dict[str, Any]] | None] = ContextVar("vid2context_mc
 """The tool call being answered: its tool's name and its arguments as the client sent them."""
 INLINE: ContextVar[Run | None] = ContextVar("vid2context_mcp_inline", default=None)
 """Set by the queue's consumer: the run it is doing, which ``Runs.call`` works on at once."""
+
+
+def replaying() -> bool:
+    """Whether this call is the queue's consumer making a call again (``queued.py``). The whole
+    call runs again there, so what a tool changes before its long run must not be done twice."""
+    return INLINE.get() is not None
 
 
 class Durable(Protocol):
