@@ -21,7 +21,7 @@ from vid2context.mcp.queued import run_of
 from .miniflare_harness import MiniflareHarness, apply_migrations
 from .queue_bridge import Bridge
 from .test_mcp_http import MCP_HEADERS
-from .test_queue_jobs import DyingBridge, QueueEnv, _entrypoint, replay  # noqa: F401 (a fixture)
+from .test_queue_jobs import DyingBridge, QueueEnv, _entrypoint, _served, replay  # noqa: F401 (a fixture)
 from .test_worker_entry import Isolate, workers
 from .youtube_replay import PLAYLIST_ID, TOO_MANY_REQUESTS_ID, ReplayServer
 
@@ -87,6 +87,12 @@ async def _rows(env: QueueEnv) -> list[dict[str, Any]]:
     return (await env.DB.prepare("SELECT * FROM mcp_runs").all()).to_py()["results"]
 
 
+async def _close(bridge: Bridge, *isolates: Isolate) -> None:
+    for isolate in isolates:
+        await isolate.aclose()
+    await bridge.kill()
+
+
 def _deliveries(bridges: list[Bridge], job_id: str) -> list[tuple[str, int, Any]]:
     return [
         (batch.queue, message.attempts, message.decision)
@@ -114,9 +120,7 @@ async def test_a_long_call_is_run_by_the_consumer_and_read_from_any_isolate(
     assert len(row["caller"]) == 32 and all(token not in json.dumps(row) for token in TOKENS)
     assert (await _call(other, "get_outline", {"url": VIDEO}))["job_id"] == job_id  # attached again
 
-    consumer = Isolate(env)
-    bridge = await Bridge(_entrypoint(consumer)).start()
-    miniflare.set_consumer(bridge.url)
+    consumer, bridge = await _served(miniflare, env)
     reader = Isolate(env)
     done = await _finished(reader, job_id)
     assert done["title"].startswith("Surface Go Review"), done
@@ -130,25 +134,20 @@ async def test_a_long_call_is_run_by_the_consumer_and_read_from_any_isolate(
     again = await _call(reader, "get_outline", {"url": VIDEO})  # the finished run answers again
     assert again == done
     assert [r["status"] for r in await _rows(env)] == ["done"]
-    for isolate in (first, other, consumer, reader):
-        await isolate.aclose()
-    await bridge.kill()
+    await _close(bridge, first, other, consumer, reader)
 
 
 async def test_a_call_the_consumer_finishes_within_the_wait_answers_with_its_reply(
     miniflare: MiniflareHarness, env: QueueEnv
 ) -> None:
     env.VID2CONTEXT_MCP_WAIT_S = "120"  # the call polls its row until the consumer has written the reply
-    consumer, isolate = Isolate(env), Isolate(env)
-    bridge = await Bridge(_entrypoint(consumer)).start()
-    miniflare.set_consumer(bridge.url)
+    isolate = Isolate(env)
+    consumer, bridge = await _served(miniflare, env)
     answer = await _call(isolate, "get_metadata", {"url": VIDEO})
     assert answer.get("title", "").startswith("Surface Go Review"), answer
     assert [r["status"] for r in await _rows(env)] == ["done"]  # it did go through the queue
     assert len(_deliveries([bridge], (await _rows(env))[0]["id"])) == 1
-    for one in (consumer, isolate):
-        await one.aclose()
-    await bridge.kill()
+    await _close(bridge, consumer, isolate)
 
 
 async def test_a_collection_made_by_a_queued_call_is_made_once(
@@ -156,21 +155,18 @@ async def test_a_collection_made_by_a_queued_call_is_made_once(
 ) -> None:
     """The consumer makes the whole call again: it follows the sources of the collection the call
     made, and makes no second one (``runs.replaying``)."""
-    isolate, consumer = Isolate(env), Isolate(env)
+    isolate = Isolate(env)
     playlist = f"https://www.youtube.com/playlist?list={PLAYLIST_ID}"
     started = await _call(isolate, "create_collection", {"name": "Followed", "sources": [playlist]})
     assert started["status"] == "processing", started
-    bridge = await Bridge(_entrypoint(consumer)).start()
-    miniflare.set_consumer(bridge.url)
+    consumer, bridge = await _served(miniflare, env)
     done = await _finished(isolate, started["job_id"])
     assert not done.get("isError"), done
     assert done["collection"]["name"] == "Followed" and done["collection"]["videoCount"] == 12, done
     assert len(done["summary"]["added"]) == 12 and done["summary"]["failed"] == []
     listed = json.loads((await isolate.fetch("/api/v1/collections")).body)
     assert [c["name"] for c in listed["collections"]] == ["Followed"]
-    for one in (isolate, consumer):
-        await one.aclose()
-    await bridge.kill()
+    await _close(bridge, isolate, consumer)
 
 
 async def test_a_consumer_that_dies_after_the_work_leaves_the_reply_to_read(
@@ -194,9 +190,7 @@ async def test_a_consumer_that_dies_after_the_work_leaves_the_reply_to_read(
     reader = Isolate(env)
     done = await _finished(reader, started["job_id"])
     assert not done.get("isError") and done.get("title", "").startswith("Surface Go Review"), done
-    for isolate in (first, reader):
-        await isolate.aclose()
-    await rescuer.kill()
+    await _close(rescuer, first, reader)
 
 
 async def test_a_call_that_keeps_failing_is_retried_then_ends_with_its_real_error(
@@ -204,8 +198,7 @@ async def test_a_call_that_keeps_failing_is_retried_then_ends_with_its_real_erro
 ) -> None:
     env.VID2CONTEXT_JOB_RETRY_S = "0"  # retry at once: the queue's own delay is not under test
     isolate = Isolate(env)
-    bridge = await Bridge(_entrypoint(Isolate(env))).start()
-    miniflare.set_consumer(bridge.url)
+    consumer, bridge = await _served(miniflare, env)
     started = await _call(isolate, "get_metadata", {"url": TOO_MANY_REQUESTS_ID})
     assert started["status"] == "processing", started
     done = await _finished(isolate, started["job_id"])
@@ -220,8 +213,7 @@ async def test_a_call_that_keeps_failing_is_retried_then_ends_with_its_real_erro
     assert row["status"] == "failed"
     restarted = await _call(isolate, "get_metadata", {"url": TOO_MANY_REQUESTS_ID})
     assert restarted["job_id"] != started["job_id"]  # a failed run is not reused: the call starts afresh
-    await isolate.aclose()
-    await bridge.kill()
+    await _close(bridge, isolate, consumer)
 
 
 @pytest.mark.parametrize(
