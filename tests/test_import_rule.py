@@ -30,7 +30,12 @@ def _build_worker_script():  # type: ignore[no-untyped-def]
 # list, in the script that leaves them out of the Worker's upload.
 LOCAL_ONLY = set(_build_worker_script().LOCAL_ONLY)
 # Modules that exist for the Worker only: the one place `js`, `workers` and `pyodide` may appear.
-WORKER_ONLY = {"storage/cloudflare", "storage/cloudflare_queue", "storage/vectorize"}
+WORKER_ONLY = {
+    "storage/cloudflare",
+    "storage/cloudflare_queue",
+    "storage/cloudflare_runs",
+    "storage/vectorize",
+}
 
 LOCAL_IMPORTS = {
     "subprocess",

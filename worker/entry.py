@@ -92,14 +92,14 @@ class Default(WorkerEntrypoint):
 
     async def queue(self, batch: Any, env: Any = None, ctx: Any = None) -> None:
         """A batch from the ``JOBS`` queue or its dead-letter queue: each message one unit of a
-        job (``vid2context.jobs_queued``)."""
+        job (``vid2context.jobs_queued``) or one MCP long run (``vid2context.mcp.queued``)."""
         from vid2context.jobs_queued import consume
 
         await consume(runtime_of(env or self.env), batch)
 
     async def scheduled(self, controller: Any, env: Any = None, ctx: Any = None) -> None:
         """A Cron Trigger: queue a refresh of every watch list that is due (``vid2context.watch``),
-        and forget queued jobs that ended a day ago."""
+        and forget queued jobs and MCP runs that ended a day ago."""
         from vid2context.jobs_queued import QueuedJobs
         from vid2context.watch import refresh_due
 
@@ -107,3 +107,5 @@ class Default(WorkerEntrypoint):
         await refresh_due(runtime)
         if isinstance(runtime.jobs, QueuedJobs):
             await runtime.jobs.prune()
+        if runtime.mcp_runs is not None:
+            await runtime.mcp_runs.prune()

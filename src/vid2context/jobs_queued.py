@@ -518,13 +518,15 @@ async def consume(runtime: Runtime, batch: Any) -> None:
             message.retry(delaySeconds=RETRY_MAX_S)
         return
     dead = str(getattr(batch, "queue", "")).endswith(DEAD_LETTER_SUFFIX)
+    runs = runtime.mcp_runs  # MCP long runs share the queue (mcp/queued.py)
 
     async def one(message: Any) -> None:
+        handler = runs if runs is not None and runs.claims(message.body) else jobs
         if dead:
-            await jobs.dead_letter(runtime, message.body)
+            await handler.dead_letter(runtime, message.body)
             message.ack()
             return
-        decision = await jobs.handle(runtime, message.body, int(getattr(message, "attempts", 1) or 1))
+        decision = await handler.handle(runtime, message.body, int(getattr(message, "attempts", 1) or 1))
         if decision.ack:
             message.ack()
         else:

@@ -109,6 +109,9 @@ class Runtime:
     """The vector index (``search/vectors.py``): sqlite-vec locally, Vectorize on a Worker with a
     ``VECTORS`` binding, memory in ``build_runtime``; ``None`` where there is none (a Worker without
     ``VECTORS``, a Python that cannot load sqlite-vec), and then search is keyword only."""
+    mcp_runs: Any = None
+    """MCP long runs on the Worker's ``JOBS`` queue (``mcp/queued.QueuedRuns``); ``None``: they are
+    tasks of this process (``mcp/runs.py``)."""
     claims: Any = None
     """Who may refresh a due watch list (``watch.WatchClaims``): D1 on the Worker; ``None`` for
     the KV's atomic counter (``watch.KvClaims``), which the local SQLite KV makes safe across
@@ -361,18 +364,22 @@ def build_worker_runtime(env: Any) -> Runtime:
 
 
 def _add_worker_queue(runtime: Runtime, env: Any) -> None:
-    """Jobs on Cloudflare Queues when the Worker has a ``JOBS`` producer (``jobs_queued.py``),
-    and watch-list claims in D1; without it jobs run in the isolate on ``waitUntil``."""
+    """Jobs and MCP long runs on Cloudflare Queues when the Worker has a ``JOBS`` producer
+    (``jobs_queued.py``, ``mcp/queued.py``), and watch-list claims in D1; without it both run in
+    the isolate on ``waitUntil``."""
     from .storage.cloudflare_queue import D1JobLedger, D1WatchClaims, QueueProducer
 
     runtime.claims = D1WatchClaims(env.DB)
     queue = getattr(env, "JOBS", None)
     if queue is not None:
         from .jobs_queued import QueuedJobs
+        from .mcp.queued import QueuedRuns
+        from .storage.cloudflare_runs import D1RunLedger
 
-        runtime.jobs = QueuedJobs(  # type: ignore[assignment]
-            D1JobLedger(env.DB), QueueProducer(queue), retry_s=runtime.settings.job_retry_s
-        )
+        producer = QueueProducer(queue)
+        retry_s = runtime.settings.job_retry_s
+        runtime.jobs = QueuedJobs(D1JobLedger(env.DB), producer, retry_s=retry_s)  # type: ignore[assignment]
+        runtime.mcp_runs = QueuedRuns(D1RunLedger(env.DB), producer, retry_s=retry_s)
 
 
 def _worker_environ(env: Any) -> dict[str, str]:

@@ -233,6 +233,15 @@ SETTINGS: tuple[Setting, ...] = (
         bounds=(100, 10_000_000),
     ),
     Setting(
+        "VID2CONTEXT_MCP_WAIT_S",
+        "mcp_wait_s",
+        "int",
+        45,
+        "Seconds an MCP tool call (and get_job) waits for long work before answering processing with "
+        "a job_id to come back with; 0 answers processing whenever the work is not done at once. 0 to 300.",
+        bounds=(0, 300),
+    ),
+    Setting(
         "VID2CONTEXT_MCP_ALLOWED_HOSTS",
         "mcp_allowed_hosts",
         "str",
@@ -693,6 +702,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     mcp_tokens: str | None = None
     mcp_rate_limit: int = 120
     mcp_max_tokens: int = 20_000
+    mcp_wait_s: int = 45
     mcp_allowed_hosts: str | None = None
     oauth: bool = True
     public_origin: str | None = None

@@ -3,8 +3,9 @@
 ``create_mcp(runtime)`` (``server.py``) builds it; ``tools/`` holds one module per group of tools,
 ``prompts.py`` and ``resources.py`` the rest. ``results.py`` shapes every answer (errors as
 ``isError`` results, structured content from msgspec), ``fences.py`` fences text from videos,
-``paging.py`` cuts transcripts into pages, ``runs.py`` keeps long work going past the wait, and
-``http.py`` mounts the server at ``/mcp`` with its auth, origin, host and rate checks.
+``paging.py`` cuts transcripts into pages, ``runs.py`` keeps long work going past the wait
+(``queued.py``: on the Worker's queue, ``owner.py``: whose runs they are), and ``http.py`` mounts
+the server at ``/mcp`` with its auth, origin, host and rate checks.
 
 The ``mcp`` SDK draws random numbers at import time (the Worker forbids randomness at start-up)
 and takes about a second to import, so nothing here imports it until it is used: ``create_mcp``

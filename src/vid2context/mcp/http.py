@@ -55,6 +55,7 @@ from ..errors import ErrorCode, VidError
 from ..held import Held
 from ..runtime import Runtime
 from .identity import PROTOCOL_VERSIONS, SERVER_NAME
+from .owner import RUN_OWNER, digest
 
 if TYPE_CHECKING:
     from ..auth.server import OAuthServer
@@ -285,12 +286,13 @@ class McpHttp:
             return
         key_name = None
         meter = None
+        owner = None
         if self.auth is not None:
             identified = await self._identify(scope)
             if identified is None:
                 await self._unauthorized(scope, send, cors)
                 return
-            key_name, account_id = identified
+            key_name, account_id, owner = identified
             if self.auth.hosted is not None and account_id is not None:
                 address = client_ip(
                     scope, worker=self.runtime.name == "worker", trust_proxy=self.runtime.settings.trust_proxy
@@ -338,23 +340,28 @@ class McpHttp:
             await send(message)
 
         token = METER.set(meter)  # the tools' Ctx count against the account (hosted mode)
+        if owner is None:  # a static token or an account key: its header, which never changes
+            owner = (header(scope, b"authorization") or b"").decode("latin-1")
+        owned = RUN_OWNER.set(digest(owner))  # whose long runs these are (owner.py)
         try:
             await app(inner, receive, send_with_cors)
         finally:
+            RUN_OWNER.reset(owned)
             METER.reset(token)
 
     # -- checks -------------------------------------------------------------------------------------
 
-    async def _identify(self, scope: Scope) -> tuple[str, str | None] | None:
-        """Who the bearer token names, and the hosted-mode account it counts against: a static
-        token's name (no account), an account key's ``acct:<id>``, ``oauth:<client_id>`` for a live
-        OAuth access token issued for this server's ``/mcp`` (its account: the grant's subject, in
-        hosted mode), or ``None``."""
+    async def _identify(self, scope: Scope) -> tuple[str, str | None, str | None] | None:
+        """Who the bearer token names, the hosted-mode account it counts against, and the owner
+        of its long runs (``owner.py``): a static token's name (no account, the header owns its
+        runs), an account key's ``acct:<id>`` (likewise), ``oauth:<client_id>`` for a live OAuth
+        access token issued for this server's ``/mcp`` (its account: the grant's subject, in
+        hosted mode; its runs: ``oauth:<family>``, through every refresh), or ``None``."""
         assert self.auth is not None
         authorization = header(scope, b"authorization")
         key = await self.auth.caller(scope, cookies=False)
         if key is not None:
-            return key.name, None if isinstance(key, ApiKey) else key.account.id
+            return key.name, None if isinstance(key, ApiKey) else key.account.id, None
         token = bearer_token(authorization)
         if self.oauth is None or token is None:
             return None
@@ -362,7 +369,7 @@ class McpHttp:
         if grant is None:
             return None
         hosted = self.auth.hosted is not None and grant.subject.startswith("acct_")
-        return "oauth:" + grant.client_id, grant.subject if hosted else None
+        return "oauth:" + grant.client_id, grant.subject if hosted else None, "oauth:" + grant.family
 
     async def _unauthorized(self, scope: Scope, send: Send, cors: list[tuple[str, str]]) -> None:
         presented = header(scope, b"authorization") is not None

@@ -24,6 +24,11 @@ Each run's task is given to ``keep_alive`` (``Runtime.hand_off``): on the Worker
 ``waitUntil``, without which the run would die with the request that answered ``processing``. A run
 the platform holds is also left running by ``aclose``, because the Worker ends the app's lifespan
 after every request, not when the isolate goes away.
+
+On a Worker with a ``JOBS`` queue, ``durable`` (``queued.QueuedRuns``) takes the calls instead: a
+run is a row in D1 and a queue message, re-run by the queue's consumer from the tool's name and
+arguments (``CALL``, set by ``toolkit.ContractTool``), where ``INLINE`` makes ``call`` run the work
+at once, in the consumer, rather than start another run.
 """
 
 from __future__ import annotations
@@ -34,14 +39,15 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..ctx import Ctx
 from ..errors import VidError
 from .results import ErrorReply, JsonReply, Processing, Reply
 
-__all__ = ["KEEP_S", "WAIT_S", "Run", "Runs"]
+__all__ = ["CALL", "INLINE", "KEEP_S", "WAIT_S", "Durable", "Run", "Runs", "replaying"]
 
 log = logging.getLogger("vid2context.mcp")
 
@@ -55,6 +61,31 @@ Notify = Callable[[str, float | None, str, int | None, int | None], Awaitable[No
 Work = Callable[["Run"], Awaitable[Reply]]
 HandOff = Callable[[Awaitable[Any]], bool]
 """``Runtime.hand_off``: gives a task to the platform; True when the platform now holds it."""
+
+CALL: ContextVar[tuple[str, dict[str, Any]] | None] = ContextVar("vid2context_mcp_call", default=None)
+"""The tool call being answered: its tool's name and its arguments as the client sent them."""
+INLINE: ContextVar[Run | None] = ContextVar("vid2context_mcp_inline", default=None)
+"""Set by the queue's consumer: the run it is doing, which ``Runs.call`` works on at once."""
+
+
+def replaying() -> bool:
+    """Whether this call is the queue's consumer making a call again (``queued.py``). The whole
+    call runs again there, so what a tool changes before its long run must not be done twice."""
+    return INLINE.get() is not None
+
+
+class Durable(Protocol):
+    """Long runs kept outside this process (``queued.QueuedRuns``): a tool call that goes on in
+    whichever isolate the queue hands it to, and whose reply any isolate reads."""
+
+    async def call(
+        self, tool: str, key_args: dict[str, Any], caller: str, notify: Notify | None, *, reuse: bool,
+        wait_s: float, keep_s: float, call: tuple[str, dict[str, Any]],
+    ) -> Reply: ...  # fmt: skip
+
+    async def job(
+        self, job_id: str, caller: str, notify: Notify | None, *, wait_s: float, keep_s: float
+    ) -> Reply | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,9 +154,11 @@ class Runs:
         keep_s: float = KEEP_S,
         clock: Callable[[], float] = time.monotonic,
         keep_alive: HandOff | None = None,
+        durable: Durable | None = None,
     ) -> None:
         self.timeout = timeout
         self.keep_alive = keep_alive
+        self.durable = durable
         self.wait_s = wait_s
         self.job_wait_s = wait_s if job_wait_s is None else job_wait_s
         self.keep_s = keep_s
@@ -150,11 +183,27 @@ class Runs:
         ``reuse=False`` (for tools that change something) attaches only to a run still going: the
         same call made after it finished runs again, so its answer says what it did this time.
         """
+        inline = INLINE.get()
+        if inline is not None:  # the queue's consumer doing this very call (queued.py)
+            return await work(inline)
+        call = CALL.get()
+        if self.durable is not None and call is not None:
+            return await self.durable.call(
+                tool, args, caller, notify, reuse=reuse, wait_s=self.wait_s, keep_s=self.keep_s, call=call
+            )
         key = json.dumps([caller, tool, args], sort_keys=True, default=str)
         run = self._by_key.get(key)
         if run is None or (run.finished is not None and (run.failed or not reuse or self._expired(run))):
             run = self._start(key, caller, work)
         return await self.wait(run, notify, self.wait_s)
+
+    async def job(self, job_id: str, caller: str, notify: Notify | None) -> Reply | None:
+        """``get_job``: the run's reply, or ``processing`` after ``job_wait_s``; ``None`` when this
+        caller has no such run (unknown, expired, or someone else's)."""
+        if self.durable is not None:
+            return await self.durable.job(job_id, caller, notify, wait_s=self.job_wait_s, keep_s=self.keep_s)
+        run = self.get(job_id, caller)
+        return None if run is None else await self.wait(run, notify, self.job_wait_s)
 
     def get(self, job_id: str, caller: str) -> Run | None:
         """The run ``job_id`` of this caller, or ``None`` (unknown, expired, or someone else's)."""

@@ -21,7 +21,7 @@ from ..runtime import Runtime
 from . import prompts, resources
 from .identity import SERVER_NAME
 from .results import ErrorReply
-from .runs import WAIT_S, Runs
+from .runs import Runs
 from .toolkit import Deps
 from .tools import all_tools
 from .tools.common import with_costs
@@ -112,17 +112,21 @@ async def _mcp_surface(ctx: ServerRequestContext[Any, Any], call_next: CallNext)
         return await call_next(ctx)
 
 
-def create_mcp(runtime: Runtime, *, wait_s: float = WAIT_S, job_wait_s: float | None = None) -> VidServer:
+def create_mcp(
+    runtime: Runtime, *, wait_s: float | None = None, job_wait_s: float | None = None
+) -> VidServer:
     """The MCP server over ``runtime``.
 
     ``wait_s`` is how long a call waits for long work before answering ``processing``, and
-    ``job_wait_s`` how long ``get_job`` waits (both 45 s; tests make them short).
+    ``job_wait_s`` how long ``get_job`` waits (both ``VID2CONTEXT_MCP_WAIT_S``, 45 s by default;
+    tests make them short).
     """
     runs = Runs(
         timeout=runtime.settings.request_timeout_ms / 1000,
-        wait_s=wait_s,
+        wait_s=runtime.settings.mcp_wait_s if wait_s is None else wait_s,
         job_wait_s=job_wait_s,
         keep_alive=runtime.hand_off,  # on the Worker a run must be given to waitUntil to outlive its request
+        durable=runtime.mcp_runs,  # or, with a JOBS queue, it is a message on it (queued.py)
     )
     deps = Deps(runtime=runtime, runs=runs)
     root = logging.getLogger()

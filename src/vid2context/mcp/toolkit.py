@@ -10,7 +10,6 @@ code, and anything else is logged and answered as ``internal`` with no detail.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -24,8 +23,9 @@ from pydantic import ValidationError
 
 from ..errors import ErrorCode, VidError
 from ..runtime import Runtime
+from .owner import RUN_OWNER
 from .results import ErrorReply, Reply
-from .runs import Runs
+from .runs import CALL, Runs
 from .schemas import portable_input
 
 __all__ = ["ContractTool", "Deps", "caller", "define", "invalid_arguments", "over_http", "progress_sender"]
@@ -62,21 +62,33 @@ class ContractTool(Tool):
     async def run(
         self, arguments: dict[str, Any], context: Context, convert_result: bool = False
     ) -> CallToolResult:
-        metadata = self.fn_metadata
         try:
-            model = metadata.arg_model.model_validate(metadata.pre_parse_json(arguments))
-        except ValidationError as exc:
-            return ErrorReply(invalid_arguments(self.name, exc), nested=self.nested_errors).to_result()
-        kwargs = {name: getattr(model, name) for name in type(model).model_fields}
-        if self.context_kwarg is not None:
-            kwargs[self.context_kwarg] = context
-        try:
-            reply: Reply = await self.fn(**kwargs)
+            reply = await self.reply(arguments, context)
         except VidError as error:
             reply = ErrorReply(error)
         except Exception:
             log.exception("tool %s failed", self.name)
             reply = ErrorReply(VidError.internal())
+        return self.result(reply)
+
+    async def reply(self, arguments: dict[str, Any], context: Context) -> Reply:
+        """The tool's reply to ``arguments``, checked against its schema (``bad-request``); raises
+        what the tool raises. The queue's consumer calls it to run a call again (``queued.py``)."""
+        metadata = self.fn_metadata
+        try:
+            model = metadata.arg_model.model_validate(metadata.pre_parse_json(arguments))
+        except ValidationError as exc:
+            raise invalid_arguments(self.name, exc) from None
+        kwargs = {name: getattr(model, name) for name in type(model).model_fields}
+        if self.context_kwarg is not None:
+            kwargs[self.context_kwarg] = context
+        token = CALL.set((self.name, arguments))
+        try:
+            return await self.fn(**kwargs)
+        finally:
+            CALL.reset(token)
+
+    def result(self, reply: Reply) -> CallToolResult:
         if self.nested_errors and isinstance(reply, ErrorReply):
             reply = ErrorReply(reply.error, nested=True)
         return reply.to_result()
@@ -120,7 +132,10 @@ def define(
 
 
 def over_http(ctx: Context) -> bool:
-    """Whether this call came over HTTP (the SDK gives HTTP calls their request headers)."""
+    """Whether this call came over HTTP (the ``/mcp`` mount names its owner; the SDK gives HTTP
+    calls their request headers), or is the queue's consumer doing such a call again."""
+    if RUN_OWNER.get() is not None:
+        return True
     try:
         return ctx.headers is not None
     except ValueError:  # no request context: a direct call, as local as stdio
@@ -128,16 +143,11 @@ def over_http(ctx: Context) -> bool:
 
 
 def caller(ctx: Context) -> str:
-    """Who is calling, for binding long runs: a digest of the bearer credential over HTTP, ``""``
-    over stdio. The credential itself is never kept."""
-    try:
-        headers = ctx.headers
-    except ValueError:
-        return ""
-    if not headers:
-        return ""
-    authorization = headers.get("authorization") or ""
-    return hashlib.sha256(authorization.encode("utf-8", "replace")).hexdigest()[:32]
+    """Who is calling, for binding long runs: over HTTP the digest the ``/mcp`` mount set (of an
+    OAuth grant's family, the same after a token refresh, or of a static bearer token:
+    ``owner.py``); ``""`` over stdio and in process. No credential is kept."""
+    del ctx
+    return RUN_OWNER.get() or ""
 
 
 Notify = Callable[[str, float | None, str, int | None, int | None], Awaitable[None]]

@@ -25,7 +25,7 @@ from ...collections_io import (
 )
 from ..params import CollectionId
 from ..results import JsonReply, Reply, output_schema
-from ..runs import Run
+from ..runs import Run, replaying
 from ..toolkit import ContractTool, Deps, define
 from .common import long_call
 
@@ -81,7 +81,10 @@ def tools(deps: Deps) -> list[ContractTool]:
         skipped, failed). A single video as a source is a bad-request: add it with
         add_to_collection. Costs about 200 tokens, plus about 80 per video added.
         """
-        created = await library.create_collection(runtime, name, description, sources)
+        if replaying():  # the queue's consumer following the sources: the call made it already
+            created = await library.get_collection(runtime, name)
+        else:
+            created = await library.create_collection(runtime, name, description, sources)
         if not created.sources:
             return JsonReply(CollectionResult(collection=created), structured=True)
 

@@ -43,7 +43,9 @@ async def long_call(
 ) -> Reply:
     """``work`` as a long run: its reply, or ``processing`` when it takes longer than the wait.
 
-    A finished run answers the same call again (for 15 minutes) unless the tool ``writes``.
+    A finished run answers the same call again (for 15 minutes) unless the tool ``writes``. On the
+    Worker's queue the consumer makes the whole call again (``queued.py``): what the tool changes
+    before this, it must not change twice (``runs.replaying``, as ``create_collection`` does).
     """
     return await deps.runs.call(tool, args, caller(ctx), work, progress_sender(ctx), reuse=not writes)
 

@@ -23,14 +23,14 @@ def tools(deps: Deps) -> list[ContractTool]:
         have; when it is still going, processing again with retry_after_seconds (do not poll faster).
         Calling the original tool again with the same arguments does the same. Costs the tokens of
         the original result (about 150 tokens while still processing)."""
-        run = deps.runs.get(job_id.strip(), caller(ctx))
-        if run is None:
+        reply = await deps.runs.job(job_id.strip(), caller(ctx), progress_sender(ctx))
+        if reply is None:
             raise VidError(
                 ErrorCode.BAD_REQUEST,
                 f"There is no job {job_id.strip()[:64]!r} for this caller (unknown, expired or someone else's).",
                 hint="Repeat the call that answered with this job_id, with the same arguments: if the work "
                 "finished, its result is saved and the call answers at once.",
             )
-        return await deps.runs.wait(run, progress_sender(ctx), deps.runs.job_wait_s)
+        return reply
 
     return [define(get_job, title="Wait for long work", read_only=True, open_world=False, idempotent=True)]
