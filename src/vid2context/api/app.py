@@ -16,6 +16,7 @@ from .accounts import ACCOUNT_ROUTES
 from .answers import ANSWER_ROUTES
 from .ask import ASK_ROUTES
 from .catalog import formats, models
+from .chapters import CHAPTER_ROUTES
 from .collections import COLLECTION_ROUTES
 from .errors import EXCEPTION_HANDLERS
 from .health import health
@@ -153,6 +154,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             *COLLECTION_ROUTES,
             search_route,
             *ASK_ROUTES,
+            *CHAPTER_ROUTES,
             *RESEARCH_ROUTES,
             upload,
             *JOB_ROUTES,
