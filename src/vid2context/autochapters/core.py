@@ -285,7 +285,11 @@ async def make_chapters(
             attempts=attempts,
         )
     notes: list[str] = []
-    _has_chapters(context, request.force, notes)
+    try:
+        _has_chapters(context, request.force, notes)
+    except VidError as error:
+        error.attempts = attempts
+        raise
     segments = transcript.segments
     end_sec = max([duration_of(context) or 0.0, *(max(s.start_sec, s.end_sec) for s in segments)])
     tiles = texttiling.tiles_of(context)
