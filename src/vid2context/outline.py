@@ -100,11 +100,12 @@ class OutlineMetadata(Base, kw_only=True, omit_defaults=True):
     language: str | None = None
 
 
-class Outline(Base, kw_only=True):
-    """The ``get_outline`` tool's result."""
+class Outline(Base, kw_only=True, omit_defaults=True):
+    """The ``get_outline`` tool's result. Every field is always there (``url`` may be ``null``)
+    but ``note``, which only outlines by generated chapters carry."""
 
     title: str
-    url: str | None = None
+    url: str | None
     duration_sec: float | None
     transcript: TranscriptInfo | None
     sections: Literal["chapters", "time"]
@@ -158,8 +159,9 @@ class ApiOutlineChapter(Base, kw_only=True):
     tokens: int
 
 
-class ApiOutline(Base, kw_only=True):
-    """``GET /api/v1/outline``: ``{ metadata, chapters: (Chapter & { tokens })[], totalTokens }``."""
+class ApiOutline(Base, kw_only=True, omit_defaults=True):
+    """``GET /api/v1/outline``: ``{ metadata, chapters: (Chapter & { tokens })[], totalTokens }``,
+    and ``note`` when the chapters are generated ones."""
 
     metadata: VideoMetadata
     chapters: list[ApiOutlineChapter]
