@@ -29,6 +29,7 @@ from vid2context.search.embedders.fastembed_local import FastEmbedder
 from vid2context.search.embedders.openai_compat import OpenAICompatibleEmbedder
 from vid2context.search.embedders.rungs import ordered
 
+from .cloudflare_bindings import WorkersAi
 from .fake_embeddings import FakeEmbeddings
 from .fake_llm import FakeLlm, Request, json_reply
 from .runtimes import ON_EVERY_RUNTIME, ON_WORKER_TOO, Runtimes, serve
@@ -234,6 +235,24 @@ async def test_embeddings_cut_near_the_joins(runtimes: Runtimes, embed_model_dir
     cuts = cut_at(found)
     assert near(cuts, joins(), WINDOW_SEC) >= len(joins()) - 2
     assert all(any(abs(c - j) <= WINDOW_SEC for j in joins()) for c in cuts) or len(cuts) <= len(joins())
+
+
+@pytest.mark.parametrize("runtime_kind", ["worker"], indirect=True)
+async def test_the_worker_cuts_by_its_ai_bindings_embeddings(runtimes: Runtimes) -> None:
+    with FakeEmbeddings() as fake:
+        binding = WorkersAi(fake.url)
+        runtime = await runtimes.build(QUIET, ai=binding)
+        await runtime.storage.put_context(talk())
+        async with serve(create_app(runtime, owns_runtime=False)) as http:
+            answer = await http.post(API, json={"url": f"youtube:{TALK}", "llm": False})
+            outline = await http.get("/api/v1/outline", params={"url": f"youtube:{TALK}"})
+    assert answer.status_code == 200, answer.text
+    found = answer.json()
+    assert found["method"] == "embeddings" and "@cf/baai/bge-small-en-v1.5" in binding.models
+    check_shape(found, talk())
+    # The stand-in's vectors hash words: texts sharing words point the same way, nothing more.
+    assert near(cut_at(found), joins(), WINDOW_SEC) >= len(joins()) - 2
+    assert "chapters/texttiling (embeddings)" in outline.json()["note"]  # kept in D1
 
 
 async def test_a_failing_embedder_leaves_lexical_cuts_with_a_note(runtimes: Runtimes) -> None:
