@@ -23,7 +23,7 @@ from mcp.client import Client
 
 from vid2context.api import create_app
 from vid2context.mcp import create_mcp
-from vid2context.models import VideoContext
+from vid2context.models import GeneratedChapter, GeneratedChapters, VideoContext
 from vid2context.runtime import Runtime
 from vid2context.search.embedders.fastembed_local import FastEmbedder
 from vid2context.search.embedders.openai_compat import OpenAICompatibleEmbedder
@@ -372,6 +372,11 @@ async def test_a_hostile_title_stays_one_bounded_line(runtimes: Runtimes, fake: 
             400,
             "bad-request",
         ),
+        (
+            json.dumps({"url": f"youtube:{TALK}", "llm": {"rung": "nope", "strict": True}}).encode(),
+            400,
+            "bad-request",
+        ),
         (json.dumps({"url": "x" * 5000}).encode(), 413, "too-large"),
         (json.dumps({"url": "'; DROP TABLE videos; --"}).encode(), 400, "unsupported-input"),
         (json.dumps({"url": f"youtube:{TALK}", "llm": True}).encode(), 503, "no-provider"),
@@ -392,3 +397,27 @@ async def test_bad_input_is_the_contracts_code_with_a_hint(
     assert error["code"] == code and error["hint"]
     assert "Traceback" not in answer.text
     assert saved is not None and saved.generated_chapters is None  # nothing half-made was kept
+
+
+async def test_a_pushed_video_keeps_its_generated_chapters_within_bounds(runtimes: Runtimes) -> None:
+    runtime = await runtimes.build(QUIET)
+    made = GeneratedChapters(
+        chapters=[GeneratedChapter(title="All of it", start_sec=0.0, end_sec=60.0)],
+        producer="chapters/texttiling",
+        method="lexical",
+    )
+    pushed = msgspec.structs.replace(talk(), generated_chapters=made)
+    flood = msgspec.structs.replace(
+        made, chapters=[GeneratedChapter(title="x", start_sec=float(i), end_sec=i + 1.0) for i in range(2001)]
+    )
+    path = f"/api/v1/library/youtube%3A{TALK}"
+    async with serve(create_app(runtime, owns_runtime=False)) as http:
+        too_many = await http.put(
+            path, content=msgspec.json.encode(msgspec.structs.replace(pushed, generated_chapters=flood))
+        )
+        kept = await http.put(path, content=msgspec.json.encode(pushed))
+        outline = await http.get("/api/v1/outline", params={"url": f"youtube:{TALK}"})
+    assert too_many.status_code == 413 and too_many.json()["error"]["code"] == "too-large"
+    assert kept.status_code in (200, 201), kept.text
+    assert [c["title"] for c in outline.json()["chapters"]] == ["All of it"]
+    assert "chapters/texttiling (lexical)" in outline.json()["note"]

@@ -83,7 +83,9 @@ def _bad(message: str, hint: str) -> VidError:
 def _check(request: ChaptersRequest) -> str:
     url = (request.url or "").strip()
     if not url:
-        raise _bad("Give url: the video to make chapters for.", 'Send {"url": "<a video URL or id>"}.')
+        raise _bad(
+            "Say which video to make chapters for.", "Give url as a video URL or id (youtube:jNQXAC9IVRw)."
+        )
     if len(url) > MAX_URL_CHARS:
         raise VidError(
             ErrorCode.TOO_LARGE,
