@@ -309,6 +309,21 @@ async def test_the_model_titles_and_summarizes_each_chapter(runtimes: Runtimes, 
     assert "titled by llm/self-hosted/llama3.2" in outline.json()["note"]
 
 
+@pytest.mark.parametrize("runtime_kind", ["worker"], indirect=True)
+async def test_the_worker_titles_through_its_ai_binding(runtimes: Runtimes, fake: FakeLlm) -> None:
+    binding = WorkersAi(fake.url)  # a chat model only: the binding's embedding model is not there
+    runtime = await runtimes.build(QUIET, ai=binding)
+    await runtime.storage.put_context(talk())
+    async with serve(create_app(runtime, owns_runtime=False)) as http:
+        answer = await http.post(API, json={"url": f"youtube:{TALK}", "summaries": True})
+    assert answer.status_code == 200, answer.text
+    found = answer.json()
+    assert found["rung"] == "llm/cloudflare/@cf/meta/llama-3.3-70b-instruct-fp8-fast"
+    assert all(c["title"].startswith("About ") and c["summary"] for c in found["chapters"])
+    assert found["method"] == "lexical" and any(n.startswith("Embedding failed") for n in found["notes"])
+    assert near(cut_at(found), joins(), WINDOW_SEC / 2) == len(joins())
+
+
 async def test_without_a_model_summaries_are_not_invented(runtimes: Runtimes) -> None:
     runtime = await stored(runtimes)
     async with serve(create_app(runtime, owns_runtime=False)) as http:
