@@ -181,6 +181,9 @@ def _check_sizes(context: VideoContext) -> None:
         raise _too_large("characters of description", len(meta.description), MAX_DESCRIPTION_CHARS)
     if len(meta.chapters) > MAX_CHAPTERS:
         raise _too_large("chapters", len(meta.chapters), MAX_CHAPTERS)
+    generated = context.generated_chapters
+    if generated is not None and len(generated.chapters) > MAX_CHAPTERS:
+        raise _too_large("generated chapters", len(generated.chapters), MAX_CHAPTERS)
     if context.comments and len(context.comments) > MAX_COMMENTS:
         raise _too_large("comments", len(context.comments), MAX_COMMENTS)
     if context.transcript is None:

@@ -43,6 +43,8 @@ __all__ = [
     "ExtractionResult",
     "FailedInput",
     "FieldCitations",
+    "GeneratedChapter",
+    "GeneratedChapters",
     "Kind",
     "ModelChoice",
     "Mode",
@@ -292,6 +294,35 @@ class Attempt(Base, omit_defaults=True):
     ms: int = 0
 
 
+class GeneratedChapter(Base):
+    """A chapter we made (``POST /api/v1/chapters``), not the platform's: it always ends."""
+
+    title: str
+    start_sec: float
+    end_sec: float
+    summary: str | None = None
+    """A language model's summary of it, when one was asked for and a model wrote it."""
+
+
+class GeneratedChapters(Base, kw_only=True):
+    """Chapters made for a video that has none, kept with the saved video: outlines and sections
+    use them when the platform gave none, and say who made them (``producer``, ``rung``)."""
+
+    chapters: list[GeneratedChapter]
+    producer: str
+    """What cut the transcript: ``chapters/texttiling``."""
+    method: Literal["embeddings", "lexical"]
+    """What the cuts measured: an embedding model's similarity, or shared words."""
+    rung: str | None = None
+    """The language-model rung that wrote the titles, ``None`` when they are key phrases."""
+    model: str | None = None
+    embedder: str | None = None
+    """The embedding rung whose vectors were compared (``method`` ``embeddings``)."""
+    transcript_producer: str | None = None
+    """The transcript they were cut from (``Transcript.producer``)."""
+    created_at: str = ""
+
+
 class VideoContext(Base):
     id: str
     metadata: VideoMetadata
@@ -299,6 +330,8 @@ class VideoContext(Base):
     comments: list[Comment] | None = None
     attempts: list[Attempt] = []
     fetched_at: str = ""
+    generated_chapters: GeneratedChapters | None = None
+    """Chapters ``POST /api/v1/chapters`` made; ``metadata.chapters`` are the platform's own."""
 
 
 class VideoSummary(Base):

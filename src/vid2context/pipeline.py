@@ -267,6 +267,7 @@ async def get_context(
                 comments=cached.comments,
                 attempts=[hit],
                 fetched_at=cached.fetched_at,
+                generated_chapters=cached.generated_chapters,
             )
     if ctx.meter is not None:
         await ctx.meter.video_read()  # hosted mode: a read from the platform counts; 429 when over

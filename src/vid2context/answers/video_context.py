@@ -8,8 +8,9 @@ moments, ``standard`` 300 words, 40 chapters and 10 moments, ``full`` 600 words,
 key moments); ``transcript`` is never a default. The tool keeps ``brief`` under
 ``BRIEF_TOKENS`` whatever the video's length, by showing fewer chapters when it must.
 
-- **Chapters** are the outline's (``outline.py``): the platform's chapters, else sections of about
-  five minutes. Never a model's, so they are there with or without one.
+- **Chapters** are the outline's (``outline.py``): the platform's chapters, else those
+  ``POST /api/v1/chapters`` made (the outline's ``note`` says so), else sections of about five
+  minutes. None is asked of a model here, so they are there with or without one.
 - **Summary**: the transcript goes to the language-model ladder (``plan_llm``; in an MCP call the
   client's own model first when the policy says so) in parts that fit (``parts.py``). One part is
   summarized at once; several are summarized each, then the part summaries are summarized again

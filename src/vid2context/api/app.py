@@ -18,6 +18,7 @@ from .ask import ASK_ROUTES
 from .bots import BOT_ROUTES
 from .caption_languages import caption_languages_route
 from .catalog import formats, models
+from .chapters import CHAPTER_ROUTES
 from .collections import COLLECTION_ROUTES
 from .errors import EXCEPTION_HANDLERS
 from .exports import EXPORT_ROUTES
@@ -157,6 +158,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             *COLLECTION_ROUTES,
             search_route,
             *ASK_ROUTES,
+            *CHAPTER_ROUTES,
             *RESEARCH_ROUTES,
             *SKIP_ROUTES,
             caption_languages_route,
