@@ -39,6 +39,7 @@ __all__ = ["INPUT_CODES", "REST_ONLY", "Surface", "corrects", "problems", "steps
 REST_ONLY = (
     "api/",
     "auth/",
+    "integrations/",
     "jobs.py",
     "jobs_queued.py",
     "job_kinds.py",

@@ -116,6 +116,8 @@ class Runtimes:
 
     def _sqlite(self, environ: dict[str, str]) -> Runtime:
         from vid2context.auth.store_sql import SqlOAuthStore
+        from vid2context.integrations.webhook_egress import GuardedSender
+        from vid2context.integrations.webhooks import build_webhooks
         from vid2context.storage.sqlite import SQLiteSql, open_local_stores
         from vid2context.storage.sqlite_vec import open_vector_index
 
@@ -131,6 +133,7 @@ class Runtimes:
         )
         runtime.sql = SQLiteSql(stores.storage.database)
         runtime.oauth = SqlOAuthStore(SQLiteSql(stores.storage.database), stores.kv)  # as build_local_runtime
+        runtime.webhooks = build_webhooks(runtime, sender=GuardedSender(public=settings.public))
         return runtime
 
     async def _worker(self, environ: dict[str, str], ai: WorkersAi | None) -> Runtime:

@@ -30,6 +30,7 @@ from .research import RESEARCH_ROUTES
 from .search import search_route
 from .uploads import upload
 from .videos import comments, context, items, metadata, transcript
+from .webhooks import WEBHOOK_ROUTES
 
 __all__ = ["create_app"]
 
@@ -158,6 +159,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             *JOB_ROUTES,
             *ANSWER_ROUTES,
             *ACCOUNT_ROUTES,
+            *WEBHOOK_ROUTES,
             *mcp.route_handlers,
             *(oauth.route_handlers if oauth else ()),
         ],

@@ -1,0 +1,1 @@
+"""Integrations with services outside vid2context: webhooks (``webhooks.py`` and its parts)."""
