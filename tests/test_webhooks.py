@@ -19,12 +19,12 @@ import pytest
 from pytest_httpx import HTTPXMock
 
 from vid2context.api import create_app
+from vid2context.errors import VidError
 from vid2context.integrations.webhook_egress import GuardedSender
 from vid2context.integrations.webhook_secrets import signature_header
 from vid2context.integrations.webhook_targets import parse_target
 from vid2context.integrations.webhooks import MAX_FAILURES, MAX_HOOKS, Webhooks
 from vid2context.runtime import Runtime, build_local_runtime
-from vid2context.errors import VidError
 
 from .egress_standins import MappedResolver
 from .runtimes import Runtimes, on_each_runtime_when
@@ -133,7 +133,9 @@ async def test_create_list_test_and_delete(stored_api: Api) -> None:
         body = json.loads(got.body)
         assert body["event"] == "webhook.test" == got.headers["x-vid2context-event"]
         assert body["id"] == got.headers["x-vid2context-delivery"] and body["id"].startswith("dlv_")
-        assert body["data"]["webhookId"] == created["id"] and got.headers["content-type"] == "application/json"
+        assert (
+            body["data"]["webhookId"] == created["id"] and got.headers["content-type"] == "application/json"
+        )
 
         deleted = await stored_api.client.delete(f"{API}/webhooks/{created['id']}")
         assert deleted.status_code == 204, deleted.text
@@ -146,11 +148,17 @@ async def test_a_refresh_sends_what_it_added_and_a_failed_job_says_so(stored_api
     async with Receiver() as receiver:
         hook = await stored_api.create(receiver.url)
         receiver.secret = hook["secret"]
-        made = await stored_api.client.post(f"{API}/collections", json={"name": "talks", "sources": [PLAYLIST]})
+        made = await stored_api.client.post(
+            f"{API}/collections", json={"name": "talks", "sources": [PLAYLIST]}
+        )
         collection = made.json()
-        job = (await stored_api.client.post(f"{API}/collections/{collection['id']}/refresh", json={"limit": 2})).json()
+        job = (
+            await stored_api.client.post(f"{API}/collections/{collection['id']}/refresh", json={"limit": 2})
+        ).json()
         await stored_api.runtime.jobs.wait(stored_api.runtime, job["id"])
-        failing = (await stored_api.client.post(f"{API}/jobs", json={"kind": "context", "input": BLOCKED})).json()
+        failing = (
+            await stored_api.client.post(f"{API}/jobs", json={"kind": "context", "input": BLOCKED})
+        ).json()
         await stored_api.runtime.jobs.wait(stored_api.runtime, failing["id"])
 
         got = await receiver.wait_for(3)
@@ -162,7 +170,9 @@ async def test_a_refresh_sends_what_it_added_and_a_failed_job_says_so(stored_api
         assert refreshed["addedCount"] == 2 == len(refreshed["added"]) and refreshed["remaining"] == 10
         assert all(v["id"].startswith("youtube:") for v in refreshed["added"])
         succeeded = bodies["job.succeeded"]["data"]["job"]
-        assert succeeded["id"] == job["id"] and succeeded["status"] == "succeeded" and "result" not in succeeded
+        assert (
+            succeeded["id"] == job["id"] and succeeded["status"] == "succeeded" and "result" not in succeeded
+        )
         failed = bodies["job.failed"]["data"]["job"]
         assert failed["id"] == failing["id"] and failed["error"]["code"] == "blocked"
         assert len({d.headers["x-vid2context-delivery"] for d in got}) == 3
@@ -193,9 +203,17 @@ async def test_bad_input_is_refused_with_a_hint(stored_api: Api) -> None:
     ]:
         error = assert_error(await post(f"{API}/webhooks", json=body), status, code)
         assert "169.254" not in error["message"] + error["hint"], error  # the class, never the address
-    assert_error(await post(f"{API}/webhooks", content=b"{not json", headers={"Content-Type": "application/json"}), 400, "bad-request")
+    assert_error(
+        await post(f"{API}/webhooks", content=b"{not json", headers={"Content-Type": "application/json"}),
+        400,
+        "bad-request",
+    )
     huge = json.dumps({**good, "url": "https://example.com/" + "a" * (1100 * 1024)}).encode()
-    assert_error(await post(f"{API}/webhooks", content=huge, headers={"Content-Type": "application/json"}), 413, "too-large")
+    assert_error(
+        await post(f"{API}/webhooks", content=huge, headers={"Content-Type": "application/json"}),
+        413,
+        "too-large",
+    )
     for hook_id in ("nope", "wh_" + "x" * 200, "wh_%00", "../../etc"):
         assert_error(await stored_api.client.delete(f"{API}/webhooks/{hook_id}"), 404, "not-found")
         assert_error(await post(f"{API}/webhooks/{hook_id}/test"), 404, "not-found")
@@ -206,7 +224,9 @@ async def test_one_key_may_have_twenty_hooks(api: Api) -> None:
     for _ in range(MAX_HOOKS):
         await api.create("https://example.com/hook", ["job.failed"])
     error = assert_error(
-        await api.client.post(f"{API}/webhooks", json={"url": "https://example.com/hook", "events": ["job.failed"]}),
+        await api.client.post(
+            f"{API}/webhooks", json={"url": "https://example.com/hook", "events": ["job.failed"]}
+        ),
         400,
         "bad-request",
     )
@@ -300,7 +320,14 @@ def test_link_local_and_metadata_addresses_are_always_refused(url: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["http://127.0.0.1:8080/", "http://10.0.0.7/", "http://localhost/", "http://printer.lan/", "https://example.com:8443/"]
+    "url",
+    [
+        "http://127.0.0.1:8080/",
+        "http://10.0.0.7/",
+        "http://localhost/",
+        "http://printer.lan/",
+        "https://example.com:8443/",
+    ],
 )
 def test_private_and_loopback_targets_are_refused_in_public_mode_only(url: str) -> None:
     parse_target(url, public=False)
@@ -366,14 +393,21 @@ async def test_the_secret_is_sealed_at_rest_and_never_logged(
         receiver.secret = hook["secret"]
         assert runtime.webhooks is not None
         stored = await runtime.webhooks.store.get(hook["id"])
-        assert stored is not None and stored["secret"].startswith("v1:") and hook["secret"] not in stored["secret"]
+        assert (
+            stored is not None
+            and stored["secret"].startswith("v1:")
+            and hook["secret"] not in stored["secret"]
+        )
         await api.client.post(f"{API}/webhooks/{hook['id']}/test")
         await api.client.post(f"{API}/webhooks/{hook['id']}/test")
         assert [d.verified for d in receiver.got] == [True, True]
         assert hook["secret"] not in caplog.text
 
         rekeyed = Webhooks(runtime.webhooks.store, runtime.webhooks.sender, public=False, key="another key")
-        assert await rekeyed.attempt({"hook": hook["id"], "id": "dlv_x", "event": "webhook.test", "body": "{}"}) == "failed"
+        assert (
+            await rekeyed.attempt({"hook": hook["id"], "id": "dlv_x", "event": "webhook.test", "body": "{}"})
+            == "failed"
+        )
         after = (await api.hooks())[0]
         assert "VID2CONTEXT_WEBHOOK_KEY" in after["lastError"] and len(receiver.got) == 2
     await api.client.aclose()

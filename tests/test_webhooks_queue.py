@@ -52,7 +52,9 @@ async def test_a_queued_refresh_is_announced_and_failed_attempts_are_new_message
     isolate, bridge = await _served(miniflare, env)
     async with Receiver(statuses=(500, 500, 200)) as receiver:
         hook = await _json(
-            isolate, "/api/v1/webhooks", {"url": receiver.url, "events": ["job.succeeded", "collection.refreshed"]}
+            isolate,
+            "/api/v1/webhooks",
+            {"url": receiver.url, "events": ["job.succeeded", "collection.refreshed"]},
         )
         receiver.secret = hook["secret"]
         playlist = f"https://www.youtube.com/playlist?list={PLAYLIST_ID}"
@@ -65,7 +67,9 @@ async def test_a_queued_refresh_is_announced_and_failed_attempts_are_new_message
         events = {json.loads(d.body)["event"] for d in got}
         assert events == {"job.succeeded", "collection.refreshed"}
         assert len({d.headers["x-vid2context-delivery"] for d in got}) == 2
-        refreshed = next(json.loads(d.body)["data"] for d in got if json.loads(d.body)["event"] == "collection.refreshed")
+        refreshed = next(
+            json.loads(d.body)["data"] for d in got if json.loads(d.body)["event"] == "collection.refreshed"
+        )
         assert refreshed["jobId"] == job["id"] and refreshed["addedCount"] == 2
 
         async with asyncio.timeout(WAIT_S):
@@ -81,7 +85,12 @@ async def test_a_queued_refresh_is_announced_and_failed_attempts_are_new_message
             if isinstance(m.body, str) and "webhookDelivery" in m.body
         ]
         assert sorted(attempts) == [1, 1, 2, 3] or sorted(attempts) == [1, 1, 2, 2]
-        delivered = [m for b in bridge.batches for m in b.messages if isinstance(m.body, str) and "webhookDelivery" in m.body]
+        delivered = [
+            m
+            for b in bridge.batches
+            for m in b.messages
+            if isinstance(m.body, str) and "webhookDelivery" in m.body
+        ]
         assert all(m.decision == {"id": m.id, "ack": True} for m in delivered)  # retries are new messages
     await isolate.aclose()
     await bridge.kill()

@@ -45,7 +45,9 @@ class Delivery:
 class Receiver:
     """Answers ``statuses`` in turn (the last repeats); ``redirect`` answers 302 to it instead."""
 
-    def __init__(self, secret: str = "", *, statuses: tuple[int, ...] = (200,), redirect: str | None = None) -> None:
+    def __init__(
+        self, secret: str = "", *, statuses: tuple[int, ...] = (200,), redirect: str | None = None
+    ) -> None:
         self.secret = secret
         self.statuses = list(statuses)
         self.redirect = redirect
@@ -98,7 +100,9 @@ class Receiver:
             extra = f"location: {self.redirect}\r\n" if self.redirect else ""
             if self.redirect:
                 status = 302
-            writer.write(f"HTTP/1.1 {status} X\r\n{extra}content-length: 0\r\nconnection: close\r\n\r\n".encode())
+            writer.write(
+                f"HTTP/1.1 {status} X\r\n{extra}content-length: 0\r\nconnection: close\r\n\r\n".encode()
+            )
             await writer.drain()
             self.arrived.set()
         except (asyncio.IncompleteReadError, ConnectionError, ValueError):

@@ -20,7 +20,9 @@ from .params import BODY_ERRORS, decode_body, runtime_of
 
 __all__ = ["WEBHOOK_ROUTES", "WebhookList"]
 
-HookIdPath = Annotated[str, Parameter(description="The webhook's id (wh_...), as POST /api/v1/webhooks returned it.")]
+HookIdPath = Annotated[
+    str, Parameter(description="The webhook's id (wh_...), as POST /api/v1/webhooks returned it.")
+]
 
 
 class WebhookList(Base):

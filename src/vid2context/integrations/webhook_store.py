@@ -10,9 +10,20 @@ ending at once cannot both reset or both miss the count that disables a hook.
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
-__all__ = ["MemoryWebhooks", "SqlWebhooks", "WebhookStore"]
+__all__ = ["MemoryWebhooks", "Outcome", "SqlWebhooks", "WebhookStore"]
+
+
+class Outcome(NamedTuple):
+    """How one delivery attempt went: ``status`` is the receiver's (``None`` when none answered),
+    ``error`` why it failed, in words."""
+
+    ok: bool
+    at: str
+    status: int | None
+    error: str | None
+
 
 _COLUMNS = (
     "id, owner, url, events, secret, state, failures, last_delivery_at, last_status, last_error, created_at"
@@ -38,9 +49,7 @@ class WebhookStore(Protocol):
         """Every hook that is ``active``, of every owner."""
         ...
 
-    async def record(
-        self, hook_id: str, *, ok: bool, at: str, status: int | None, error: str | None, limit: int, revive: bool
-    ) -> None:
+    async def record(self, hook_id: str, outcome: Outcome, *, limit: int, revive: bool) -> None:
         """An attempt's outcome: a success resets ``failures`` (and with ``revive`` makes a
         disabled hook active again); a failure adds one, and disables the hook at ``limit``."""
         ...
@@ -57,7 +66,12 @@ class SqlWebhooks:
     async def create(self, row: dict[str, Any]) -> None:
         await self.sql.run(
             "INSERT INTO webhooks (id, owner, url, events, secret, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (row["id"], row["owner"], row["url"], json.dumps(row["events"]), row["secret"], row["created_at"]),
+            (
+                *(row[k] for k in ("id", "owner", "url")),
+                json.dumps(row["events"]),
+                row["secret"],
+                row["created_at"],
+            ),
         )
 
     async def count(self, owner: str) -> int:
@@ -81,9 +95,8 @@ class SqlWebhooks:
         rows = await self.sql.rows(f"SELECT {_COLUMNS} FROM webhooks WHERE state = 'active' ORDER BY id")
         return [_row(r) for r in rows]
 
-    async def record(
-        self, hook_id: str, *, ok: bool, at: str, status: int | None, error: str | None, limit: int, revive: bool
-    ) -> None:
+    async def record(self, hook_id: str, outcome: Outcome, *, limit: int, revive: bool) -> None:
+        ok, at, status, error = outcome
         if ok:
             await self.sql.run(
                 "UPDATE webhooks SET failures = 0, last_delivery_at = ?, last_status = ?, last_error = NULL, "
@@ -132,12 +145,11 @@ class MemoryWebhooks:
     async def active(self) -> list[dict[str, Any]]:
         return [dict(r) for _, r in sorted(self._rows.items()) if r["state"] == "active"]
 
-    async def record(
-        self, hook_id: str, *, ok: bool, at: str, status: int | None, error: str | None, limit: int, revive: bool
-    ) -> None:
+    async def record(self, hook_id: str, outcome: Outcome, *, limit: int, revive: bool) -> None:
         row = self._rows.get(hook_id)
         if row is None:
             return
+        ok, at, status, error = outcome
         row.update(last_delivery_at=at, last_status=status)
         if ok:
             row.update(failures=0, last_error=None)

@@ -45,7 +45,7 @@ from ..errors import ErrorCode, VidError
 from ..models import Base
 from .webhook_secrets import new_secret, open_secret, seal_secret, signature_header
 from .webhook_senders import DELIVERY_TIMEOUT_S, Sender
-from .webhook_store import WebhookStore
+from .webhook_store import Outcome, WebhookStore
 
 if TYPE_CHECKING:
     from ..jobs import Job
@@ -378,10 +378,8 @@ class Webhooks:
         ok = status is not None and 200 <= status < 300
         if status is not None and not ok:
             error = f"HTTP {status}" + (" (redirects are not followed)." if 300 <= status < 400 else ".")
-        await self.store.record(
-            row["id"], ok=ok, at=_stamp(self._clock()), status=status, error=error,
-            limit=MAX_FAILURES, revive=revive,
-        )  # fmt: skip
+        outcome = Outcome(ok=ok, at=_stamp(self._clock()), status=status, error=error)
+        await self.store.record(row["id"], outcome, limit=MAX_FAILURES, revive=revive)
         return "ok" if ok else "failed"
 
     async def aclose(self) -> None:
