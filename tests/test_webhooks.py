@@ -16,43 +16,43 @@ from typing import Any
 
 import httpx
 import pytest
-from pytest_httpx import HTTPXMock
 
-from vid2context.api import create_app
 from vid2context.errors import VidError
 from vid2context.integrations.webhook_egress import GuardedSender
 from vid2context.integrations.webhook_secrets import signature_header
 from vid2context.integrations.webhook_targets import parse_target
 from vid2context.integrations.webhooks import MAX_FAILURES, MAX_HOOKS, Webhooks
-from vid2context.runtime import Runtime, build_local_runtime
+from vid2context.runtime import build_local_runtime
 
 from .egress_standins import MappedResolver
 from .runtimes import Runtimes, on_each_runtime_when
+from .test_api_collections import Api as CollectionsApi
+from .test_api_collections import assert_error as assert_contract_error
+from .test_api_collections import youtube  # noqa: F401 (the fixture: YouTube from the recordings)
 from .webhook_receiver import Receiver, docs_verify
-from .youtube_replay import PLAYLIST_ID, httpx_callback
+from .youtube_replay import PLAYLIST_ID
 
 pytestmark = [
     pytest.mark.anyio,
+    pytest.mark.usefixtures("youtube"),
     pytest.mark.httpx_mock(
-        assert_all_responses_were_requested=False, should_mock=lambda r: r.url.host != "127.0.0.1"
+        assert_all_responses_were_requested=False, should_mock=lambda r: r.url.host not in RECEIVERS
     ),
 ]
 
 API = "/api/v1"
+RECEIVERS = ("127.0.0.1", "hooks.example.com")
+"""Hosts of the receivers: their requests go to the network stand-ins, never to the recordings."""
 QUIET = {"VID2CONTEXT_ACCESS_LOG": "0", "VID2CONTEXT_RATE_LIMIT": "0", "VID2CONTEXT_WEBHOOK_RETRY_S": "0"}
 PLAYLIST = f"https://www.youtube.com/playlist?list={PLAYLIST_ID}"
 BLOCKED = "botCheck001"
 HOOK_FIELDS = {"id", "url", "events", "state", "failures", "createdAt"}
 
 
-class Api:
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-        self.client = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=create_app(runtime)), base_url="http://testserver"
-        )
+class Api(CollectionsApi):
+    """The app over a runtime, with the calls these tests repeat."""
 
-    async def create(self, url: str, events: list[str] | None = None, **headers: str) -> dict[str, Any]:
+    async def add_hook(self, url: str, events: list[str] | None = None, **headers: str) -> dict[str, Any]:
         body = {"url": url, "events": events or ["job.succeeded", "job.failed", "collection.refreshed"]}
         response = await self.client.post(f"{API}/webhooks", json=body, headers=headers)
         assert response.status_code == 201, response.text
@@ -65,13 +65,7 @@ class Api:
 
 
 @pytest.fixture
-async def youtube(httpx_mock: HTTPXMock) -> HTTPXMock:
-    httpx_mock.add_callback(httpx_callback, is_reusable=True, is_optional=True)
-    return httpx_mock
-
-
-@pytest.fixture
-async def api(youtube: HTTPXMock, runtimes: Runtimes) -> AsyncIterator[Api]:
+async def api(runtimes: Runtimes) -> AsyncIterator[Api]:
     served = Api(await runtimes.build(QUIET))
     yield served
     await served.client.aclose()
@@ -87,12 +81,10 @@ pytest_generate_tests = on_each_runtime_when("stored_api")
 
 
 def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error", "attempts"} and body["error"]["code"] == code, body
-    assert body["error"]["message"] and body["error"].get("hint"), body
-    assert "Traceback" not in response.text
-    return body["error"]
+    """The contract's error body, with a hint (every refusal here has a next step)."""
+    error = assert_contract_error(response, status, code)
+    assert error.get("hint"), error
+    return error
 
 
 async def _until(api: Api, hook_id: str, check: Any, **headers: str) -> dict[str, Any]:
@@ -112,7 +104,7 @@ async def _until(api: Api, hook_id: str, check: Any, **headers: str) -> dict[str
 
 async def test_create_list_test_and_delete(stored_api: Api) -> None:
     async with Receiver() as receiver:
-        created = await stored_api.create(receiver.url, ["job.failed", "job.failed", "job.succeeded"])
+        created = await stored_api.add_hook(receiver.url, ["job.failed", "job.failed", "job.succeeded"])
         assert set(created) == HOOK_FIELDS | {"secret"}
         assert created["id"].startswith("wh_") and created["secret"].startswith("whsec_")
         assert created["events"] == ["job.failed", "job.succeeded"] and created["state"] == "active"
@@ -146,7 +138,7 @@ async def test_create_list_test_and_delete(stored_api: Api) -> None:
 
 async def test_a_refresh_sends_what_it_added_and_a_failed_job_says_so(stored_api: Api) -> None:
     async with Receiver() as receiver:
-        hook = await stored_api.create(receiver.url)
+        hook = await stored_api.add_hook(receiver.url)
         receiver.secret = hook["secret"]
         made = await stored_api.client.post(
             f"{API}/collections", json={"name": "talks", "sources": [PLAYLIST]}
@@ -222,7 +214,7 @@ async def test_bad_input_is_refused_with_a_hint(stored_api: Api) -> None:
 
 async def test_one_key_may_have_twenty_hooks(api: Api) -> None:
     for _ in range(MAX_HOOKS):
-        await api.create("https://example.com/hook", ["job.failed"])
+        await api.add_hook("https://example.com/hook", ["job.failed"])
     error = assert_error(
         await api.client.post(
             f"{API}/webhooks", json={"url": "https://example.com/hook", "events": ["job.failed"]}
@@ -237,7 +229,7 @@ async def test_one_key_may_have_twenty_hooks(api: Api) -> None:
 async def test_a_hook_is_seen_only_by_the_key_that_made_it(runtimes: Runtimes) -> None:
     api = Api(await runtimes.build({**QUIET, "VID2CONTEXT_API_KEYS": "first-key,second-key"}))
     first, second = {"Authorization": "Bearer first-key"}, {"Authorization": "Bearer second-key"}
-    hook = await api.create("https://example.com/hook", ["job.failed"], **first)
+    hook = await api.add_hook("https://example.com/hook", ["job.failed"], **first)
     assert await api.hooks(**second) == [] and len(await api.hooks(**first)) == 1
     assert_error(await api.client.delete(f"{API}/webhooks/{hook['id']}", headers=second), 404, "not-found")
     assert_error(await api.client.post(f"{API}/webhooks/{hook['id']}/test", headers=second), 404, "not-found")
@@ -253,7 +245,7 @@ async def test_failures_are_retried_then_the_hook_is_disabled_and_a_test_revives
     hooks = stored_api.runtime.webhooks
     assert hooks is not None
     async with Receiver(statuses=(500,)) as receiver:
-        hook = await stored_api.create(receiver.url, ["job.failed"])
+        hook = await stored_api.add_hook(receiver.url, ["job.failed"])
         receiver.secret = hook["secret"]
         assert await hooks.emit("job.failed", {"job": {"id": "job_first"}}) == 1
         after_one = await _until(stored_api, hook["id"], lambda h: h["failures"] == 5)
@@ -277,7 +269,7 @@ async def test_failures_are_retried_then_the_hook_is_disabled_and_a_test_revives
 async def test_redirects_are_not_followed(api: Api) -> None:
     async with Receiver() as elsewhere, Receiver(redirect="") as receiver:
         receiver.redirect = elsewhere.url
-        hook = await api.create(receiver.url, ["job.failed"])
+        hook = await api.add_hook(receiver.url, ["job.failed"])
         tested = (await api.client.post(f"{API}/webhooks/{hook['id']}/test")).json()
         assert tested["lastStatus"] == 302 and "redirects are not followed" in tested["lastError"]
         assert tested["failures"] == 1 and len(receiver.got) == 1 and elsewhere.got == []
@@ -312,7 +304,7 @@ async def test_the_retry_schedule_comes_from_the_retry_unit(runtimes: Runtimes) 
         "http://0xa9fea9fe/", "http://metadata.google.internal/", "http://instance-data/",
     ],
 )  # fmt: skip
-def test_link_local_and_metadata_addresses_are_always_refused(url: str) -> None:
+async def test_link_local_and_metadata_addresses_are_always_refused(url: str) -> None:
     for public in (False, True):
         with pytest.raises(VidError) as refused:
             parse_target(url, public=public)
@@ -329,7 +321,7 @@ def test_link_local_and_metadata_addresses_are_always_refused(url: str) -> None:
         "https://example.com:8443/",
     ],
 )
-def test_private_and_loopback_targets_are_refused_in_public_mode_only(url: str) -> None:
+async def test_private_and_loopback_targets_are_refused_in_public_mode_only(url: str) -> None:
     parse_target(url, public=False)
     with pytest.raises(VidError) as refused:
         parse_target(url, public=True)
@@ -345,7 +337,7 @@ async def test_a_name_that_resolves_to_the_metadata_address_is_refused_at_creati
         api = Api(runtime)
         try:
             url = f"http://hooks.example.com:{receiver.port}/hooks"
-            hook = await api.create(url, ["job.failed"])  # lookup 1: 127.0.0.1, allowed outside public mode
+            hook = await api.add_hook(url, ["job.failed"])  # lookup 1: 127.0.0.1, allowed outside public mode
             receiver.secret = hook["secret"]
             first = (await api.client.post(f"{API}/webhooks/{hook['id']}/test")).json()
             assert first["lastStatus"] == 200 and receiver.got[0].verified  # lookup 2: still 127.0.0.1
@@ -389,7 +381,7 @@ async def test_the_secret_is_sealed_at_rest_and_never_logged(
     runtime = await runtimes.build({**QUIET, "VID2CONTEXT_WEBHOOK_KEY": "a long random server key 8c1f0e"})
     api = Api(runtime)
     async with Receiver(statuses=(200, 500)) as receiver:
-        hook = await api.create(receiver.url, ["job.failed"])
+        hook = await api.add_hook(receiver.url, ["job.failed"])
         receiver.secret = hook["secret"]
         assert runtime.webhooks is not None
         stored = await runtime.webhooks.store.get(hook["id"])
@@ -416,7 +408,7 @@ async def test_the_secret_is_sealed_at_rest_and_never_logged(
 # --- the receiver's side: the docs' recipe tells forged and stale deliveries ----------------------
 
 
-def test_the_docs_recipe_accepts_ours_and_refuses_forged_and_stale_signatures() -> None:
+async def test_the_docs_recipe_accepts_ours_and_refuses_forged_and_stale_signatures() -> None:
     verify = docs_verify()
     secret, body, sent = "whsec_abc", b'{"id":"dlv_1","event":"job.failed"}', 1_780_000_000
     header = signature_header(secret, sent, body)

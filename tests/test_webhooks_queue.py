@@ -11,45 +11,30 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 
 import pytest
 
-from .miniflare_harness import MiniflareHarness, apply_migrations
-from .test_queue_jobs import WAIT_S, QueueEnv, _json, _served, _until_final
-from .test_worker_entry import workers
+from .miniflare_harness import MiniflareHarness
+from .test_queue_jobs import WAIT_S, QueueEnv, _json, _served, _until_final, env, replay  # noqa: F401
 from .webhook_receiver import Receiver
-from .youtube_replay import PLAYLIST_ID, ReplayServer
+from .youtube_replay import PLAYLIST_ID
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def replay() -> AsyncIterator[ReplayServer]:
-    with ReplayServer() as server:
-        yield server
-
-
 @pytest.fixture
-async def env(miniflare: MiniflareHarness, replay: ReplayServer) -> AsyncIterator[QueueEnv]:
-    miniflare.reset()
-    bindings = miniflare.new_env(queue=True)
-    await apply_migrations(bindings.DB)
-    workers.pending.clear()
-    yield QueueEnv(
-        bindings,
-        VID2CONTEXT_YOUTUBE_ORIGIN=replay.origin,
-        VID2CONTEXT_RATE_LIMIT="0",
-        VID2CONTEXT_WEBHOOK_RETRY_S="0",
-    )
-    miniflare.set_consumer(None)
-    await bindings.aclose()
+def hook_env(request: pytest.FixtureRequest) -> QueueEnv:
+    """The queue's Worker outside public mode (the receiver is on 127.0.0.1), retrying at once."""
+    queued: QueueEnv = request.getfixturevalue("env")
+    queued.VID2CONTEXT_PUBLIC = "0"  # type: ignore[attr-defined]
+    queued.VID2CONTEXT_WEBHOOK_RETRY_S = "0"  # type: ignore[attr-defined]
+    return queued
 
 
 async def test_a_queued_refresh_is_announced_and_failed_attempts_are_new_messages(
-    miniflare: MiniflareHarness, env: QueueEnv
+    miniflare: MiniflareHarness, hook_env: QueueEnv
 ) -> None:
-    isolate, bridge = await _served(miniflare, env)
+    isolate, bridge = await _served(miniflare, hook_env)
     async with Receiver(statuses=(500, 500, 200)) as receiver:
         hook = await _json(
             isolate,
