@@ -49,6 +49,7 @@ from vid2context.storage.memory import MemoryKv
 from vid2context.storage.vectorize import VIDEO_PROPERTY
 
 from .cloudflare_bindings import CloudflareEnv, WorkersAi
+from .egress_standins import MappedResolver
 from .miniflare_harness import MiniflareHarness, apply_migrations
 from .vectorize_standin import VectorizeStandin
 
@@ -133,7 +134,9 @@ class Runtimes:
         )
         runtime.sql = SQLiteSql(stores.storage.database)
         runtime.oauth = SqlOAuthStore(SQLiteSql(stores.storage.database), stores.kv)  # as build_local_runtime
-        runtime.webhooks = build_webhooks(runtime, sender=GuardedSender(public=settings.public))
+        # As build_local_runtime's, on a DNS that knows no name: a test never looks one up for real.
+        sender = GuardedSender(public=settings.public, resolver=MappedResolver({}))
+        runtime.webhooks = build_webhooks(runtime, sender=sender)
         return runtime
 
     async def _worker(self, environ: dict[str, str], ai: WorkersAi | None) -> Runtime:

@@ -371,6 +371,37 @@ async def test_public_mode_refuses_a_name_that_resolves_to_loopback(tmp_path: Pa
         await sender.aclose()
 
 
+async def test_public_mode_refuses_private_targets_on_every_runtime(
+    stored_api: Api, runtimes: Runtimes
+) -> None:
+    public = Api(await runtimes.build({**QUIET, "VID2CONTEXT_PUBLIC": "1"}))
+    for url in (
+        "http://127.0.0.1/hook",
+        "http://10.1.2.3/hook",
+        "http://localhost/hook",
+        "https://[::1]/hook",
+    ):
+        body = {"url": url, "events": ["job.failed"]}
+        error = assert_error(await public.client.post(f"{API}/webhooks", json=body), 400, "unsupported-input")
+        assert "public addresses only" in error["hint"]
+    assert await public.hooks() == []
+    await public.client.aclose()
+
+
+async def test_a_stored_hook_to_the_metadata_address_is_refused_at_delivery(stored_api: Api) -> None:
+    """A row made before the rules (or the server's mode) changed: each attempt checks again."""
+    hooks = stored_api.runtime.webhooks
+    assert hooks is not None
+    hook = await stored_api.add_hook("https://93.184.216.34/hook", ["job.failed"])  # no DNS lookup
+    stored = await hooks.store.get(hook["id"])
+    assert stored is not None
+    await hooks.store.delete(hook["id"], "open")
+    await hooks.store.create({**stored, "url": "http://169.254.169.254/latest/meta-data/"})
+    tested = (await stored_api.client.post(f"{API}/webhooks/{hook['id']}/test")).json()
+    assert tested["failures"] == 1 and "lastStatus" not in tested, tested
+    assert tested["lastError"].startswith("Refused:") and "link-local" in tested["lastError"]
+
+
 # --- the secret -----------------------------------------------------------------------------------
 
 
