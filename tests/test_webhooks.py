@@ -293,6 +293,24 @@ async def test_the_retry_schedule_comes_from_the_retry_unit(runtimes: Runtimes) 
         assert waits == [30, 120, 480, 1920] and len(receiver.got) == 5
 
 
+async def test_closing_lets_the_first_attempt_finish_and_stops_the_waiting_retries(
+    tmp_path: Path,
+) -> None:
+    """``vid2context refresh --due`` closes its runtime as soon as the refresh ends: its events
+    must still go out; a retry waiting 30 s must not hold the exit."""
+    async with Receiver() as receiver, Receiver(statuses=(500,)) as failing:
+        runtime = build_local_runtime(
+            {"VID2CONTEXT_HOME": str(tmp_path), "VID2CONTEXT_WEBHOOK_RETRY_S": "30"}
+        )
+        hooks = runtime.webhooks
+        assert hooks is not None
+        await hooks.create("open", receiver.url, ["job.failed"])
+        await hooks.create("open", failing.url, ["job.failed"])
+        assert await hooks.emit("job.failed", {"job": {"id": "job_last"}}) == 2
+        await runtime.aclose()  # at once: nothing was sent yet
+        assert len(receiver.got) == 1 and len(failing.got) == 1  # each first attempt made, no retry
+
+
 # --- the address rules, at creation and at every delivery ---------------------------------------
 
 

@@ -214,6 +214,8 @@ class Webhooks:
         self._clock = clock
         self._sleep = sleep
         self._tasks: set[asyncio.Task[None]] = set()
+        self._sending: set[asyncio.Task[None]] = set()
+        self._closing = False
 
     # --- the routes' calls ------------------------------------------------------------------
 
@@ -298,6 +300,7 @@ class Webhooks:
             else:
                 task = asyncio.get_running_loop().create_task(self._retried(delivery))
                 self._tasks.add(task)
+                self._sending.add(task)
                 task.add_done_callback(self._tasks.discard)
                 if self._hand_off is not None:
                     self._hand_off(task)
@@ -317,16 +320,24 @@ class Webhooks:
         return json.dumps({_MESSAGE_KEY: delivery, "attempt": attempt})
 
     async def _retried(self, delivery: dict[str, str]) -> None:
-        """Every attempt of one delivery in this process, until one succeeds or the hook stops."""
+        """Every attempt of one delivery in this process, until one succeeds or the hook stops.
+        While it waits for a retry it is not ``_sending``: closing stops it then."""
+        task = asyncio.current_task()
         try:
             for attempt in range(1, ATTEMPTS + 1):
                 delay = self._delay(attempt)
                 if delay:
+                    if self._closing:
+                        return
+                    self._sending.discard(task)  # type: ignore[arg-type]
                     await self._sleep(delay)
+                    self._sending.add(task)  # type: ignore[arg-type]
                 if await self.attempt(delivery) != "failed":
                     return
         except Exception:
             log.exception("webhooks: delivery %s stopped", delivery["id"])
+        finally:
+            self._sending.discard(task)  # type: ignore[arg-type]
 
     async def handle(self, body: Any) -> bool:
         """A queue message: if it is a delivery, run its attempt and queue the next one when it
@@ -383,7 +394,13 @@ class Webhooks:
         return "ok" if ok else "failed"
 
     async def aclose(self) -> None:
-        """Stop the retries waiting in this process, and close the sender."""
+        """Let the attempts under way (or about to start) finish, within one delivery's timeout,
+        so a job that ended just before the server (or ``vid2context refresh --due``) stops is
+        still announced; stop the retries waiting; close the sender."""
+        self._closing = True
+        sending = set(self._sending)
+        if sending:
+            await asyncio.wait(sending, timeout=DELIVERY_TIMEOUT_S + 1)
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
