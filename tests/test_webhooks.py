@@ -223,7 +223,7 @@ async def test_one_key_may_have_twenty_hooks(stored_api: Api) -> None:
         400,
         "bad-request",
     )
-    assert "DELETE /api/v1/webhooks/{id}" in error["hint"]
+    assert "DELETE /api/v1/webhooks/{hook_id}" in error["hint"]
     assert len(await api.hooks()) == MAX_HOOKS
 
 

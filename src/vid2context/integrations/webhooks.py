@@ -225,7 +225,7 @@ class Webhooks:
         if await self.store.count(owner) >= MAX_HOOKS:
             raise _bad(
                 f"This key has {MAX_HOOKS} webhooks, the most one key may have.",
-                "Delete one you no longer need (DELETE /api/v1/webhooks/{id}), then create this one.",
+                "Delete one you no longer need (DELETE /api/v1/webhooks/{hook_id}), then create this one.",
             )
         await self.sender.check(url)  # type: ignore[arg-type]  # parse_target refuses what is not text
         hook_id = "wh_" + secrets.token_urlsafe(12)
