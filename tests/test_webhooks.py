@@ -8,8 +8,12 @@ is read from an injected ``sleep`` that returns at once.
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
 import logging
+import shutil
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +33,7 @@ from .runtimes import Runtimes, on_each_runtime_when
 from .test_api_collections import Api as CollectionsApi
 from .test_api_collections import assert_error as assert_contract_error
 from .test_api_collections import youtube  # noqa: F401 (the fixture: YouTube from the recordings)
-from .webhook_receiver import Receiver, docs_verify
+from .webhook_receiver import Receiver, docs_block, docs_verify
 from .youtube_replay import PLAYLIST_ID
 
 pytestmark = [
@@ -89,8 +93,6 @@ def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, 
 
 async def _until(api: Api, hook_id: str, check: Any, **headers: str) -> dict[str, Any]:
     """The hook once ``check(hook)`` holds (polled: deliveries run in the background)."""
-    import asyncio
-
     async with asyncio.timeout(60):
         while True:
             hook = next(h for h in await api.hooks(**headers) if h["id"] == hook_id)
@@ -288,9 +290,7 @@ async def test_the_retry_schedule_comes_from_the_retry_unit(runtimes: Runtimes) 
     async with Receiver(statuses=(503,)) as receiver:
         await hooks.create("open", receiver.url, ["job.succeeded"])
         await hooks.emit("job.succeeded", {"job": {"id": "job_x"}})
-        import asyncio
-
-        await asyncio.gather(*hooks._tasks)
+        await receiver.wait_for(5)
         assert waits == [30, 120, 480, 1920] and len(receiver.got) == 5
 
 
@@ -477,3 +477,30 @@ async def test_the_docs_recipe_accepts_ours_and_refuses_forged_and_stale_signatu
     assert not verify(secret, f"t=abc,{v1}", body, now=sent)
     assert not verify(secret, "", body, now=sent)
     assert verify(secret, f"{t},v1={'0' * 64},{v1}", body, now=sent)  # one matching v1 is enough
+
+
+async def test_the_docs_node_recipe_agrees(tmp_path: Path) -> None:
+    """The page's Node.js block, run by node on our signatures and on forged and stale ones."""
+
+    node = shutil.which("node")
+    assert node is not None, "Node.js is needed (make test installs it)"
+    secret, body, sent = "whsec_node", b'{"event":"job.succeeded"}', 1_780_000_000
+    header = signature_header(secret, sent, body)
+    cases = [
+        (header, body, sent, True),
+        (header, body, sent + 301, False),
+        (header, body + b"x", sent, False),
+        (header.replace("t=", "t=1"), body, sent, False),
+        (header.split(",")[1], body, sent, False),
+    ]
+    script = tmp_path / "verify.mjs"
+    script.write_text(
+        docs_block("js")
+        + "\nconst cases = JSON.parse(process.argv[2]);\n"
+        + "console.log(JSON.stringify(cases.map(([s, h, b, now]) => verify(s, h, Buffer.from(b, 'base64'), now))));\n"
+    )
+    argument = json.dumps([[secret, h, base64.b64encode(b).decode(), now] for h, b, now, _ in cases])
+    ran = subprocess.run(
+        [node, str(script), argument], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert json.loads(ran.stdout) == [expected for *_, expected in cases]

@@ -15,19 +15,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Delivery", "Receiver", "docs_verify"]
+__all__ = ["Delivery", "Receiver", "docs_block", "docs_verify"]
 
 PAGE = Path(__file__).resolve().parents[1] / "site" / "_src" / "webhooks.md"
 
 
-def docs_verify() -> Callable[..., bool]:
-    """``verify(secret, header, body, now=None)`` from the docs page's Python block."""
+def docs_block(language: str) -> str:
+    """The ``language`` code block of the docs page's "Verifying a delivery" section."""
     text = PAGE.read_text(encoding="utf-8")
     section = text.split("## Verifying a delivery", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert block is not None, "the docs page lost its Python verification recipe"
+    block = re.search(rf"```{language}\n(.*?)```", section, re.DOTALL)
+    assert block is not None, f"the docs page lost its {language} verification recipe"
+    return block.group(1)
+
+
+def docs_verify() -> Callable[..., bool]:
+    """``verify(secret, header, body, now=None)`` from the docs page's Python block."""
     namespace: dict[str, object] = {}
-    exec(compile(block.group(1), str(PAGE), "exec"), namespace)  # noqa: S102 (the docs' own code)
+    exec(compile(docs_block("python"), str(PAGE), "exec"), namespace)  # noqa: S102 (the docs' own code)
     verify = namespace["verify"]
     assert callable(verify)
     return verify
