@@ -286,7 +286,7 @@ async def test_the_retry_schedule_comes_from_the_retry_unit(runtimes: Runtimes) 
         waits.append(seconds)
 
     assert runtime.webhooks is not None
-    hooks = Webhooks(runtime.webhooks.store, runtime.webhooks.sender, public=False, retry_s=30, sleep=sleep)
+    hooks = Webhooks(runtime.webhooks.store, runtime.webhooks.sender, retry_s=30, sleep=sleep)
     async with Receiver(statuses=(503,)) as receiver:
         await hooks.create("open", receiver.url, ["job.succeeded"])
         await hooks.emit("job.succeeded", {"job": {"id": "job_x"}})
@@ -445,7 +445,7 @@ async def test_the_secret_is_sealed_at_rest_and_never_logged(
         assert [d.verified for d in receiver.got] == [True, True]
         assert hook["secret"] not in caplog.text
 
-        rekeyed = Webhooks(runtime.webhooks.store, runtime.webhooks.sender, public=False, key="another key")
+        rekeyed = Webhooks(runtime.webhooks.store, runtime.webhooks.sender, key="another key")
         assert (
             await rekeyed.attempt({"hook": hook["id"], "id": "dlv_x", "event": "webhook.test", "body": "{}"})
             == "failed"

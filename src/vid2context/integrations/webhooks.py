@@ -196,7 +196,6 @@ class Webhooks:
         store: WebhookStore,
         sender: Sender,
         *,
-        public: bool,
         key: str | None = None,
         retry_s: int = 30,
         queue: Any = None,
@@ -206,7 +205,6 @@ class Webhooks:
     ) -> None:
         self.store = store
         self.sender = sender
-        self.public = public
         self.queue = queue
         self._key = key
         self._retry_s = max(0, retry_s)
@@ -419,7 +417,6 @@ def build_webhooks(runtime: Any, *, sender: Sender | None = None, queue: Any = N
     return Webhooks(
         SqlWebhooks(runtime.sql) if runtime.sql is not None else MemoryWebhooks(),
         sender or HttpSender(runtime.http, public=settings.public),
-        public=settings.public,
         key=settings.webhook_key,
         retry_s=settings.webhook_retry_s,
         queue=queue,
