@@ -50,6 +50,7 @@ LOCAL_ONLY = frozenset(
         "egress/proxy",
         "egress/resolve",
         "egress/transport",
+        "integrations/webhook_egress",
     }
 )
 

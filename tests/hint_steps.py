@@ -40,6 +40,7 @@ REST_ONLY = (
     "api/",
     "autochapters/",
     "auth/",
+    "integrations/",
     "jobs.py",
     "jobs_queued.py",
     "job_kinds.py",

@@ -49,6 +49,7 @@ from vid2context.storage.memory import MemoryKv
 from vid2context.storage.vectorize import VIDEO_PROPERTY
 
 from .cloudflare_bindings import CloudflareEnv, WorkersAi
+from .egress_standins import MappedResolver
 from .miniflare_harness import MiniflareHarness, apply_migrations
 from .vectorize_standin import VectorizeStandin
 
@@ -116,6 +117,8 @@ class Runtimes:
 
     def _sqlite(self, environ: dict[str, str]) -> Runtime:
         from vid2context.auth.store_sql import SqlOAuthStore
+        from vid2context.integrations.webhook_egress import GuardedSender
+        from vid2context.integrations.webhooks import build_webhooks
         from vid2context.storage.sqlite import SQLiteSql, open_local_stores
         from vid2context.storage.sqlite_vec import open_vector_index
 
@@ -131,6 +134,9 @@ class Runtimes:
         )
         runtime.sql = SQLiteSql(stores.storage.database)
         runtime.oauth = SqlOAuthStore(SQLiteSql(stores.storage.database), stores.kv)  # as build_local_runtime
+        # As build_local_runtime's, on a DNS that knows no name: a test never looks one up for real.
+        sender = GuardedSender(public=settings.public, resolver=MappedResolver({}))
+        runtime.webhooks = build_webhooks(runtime, sender=sender)
         return runtime
 
     async def _worker(self, environ: dict[str, str], ai: WorkersAi | None) -> Runtime:

@@ -478,6 +478,8 @@ class JobQueue:
         else:
             self._emit(record, "error", msgspec.to_builtins(error))
         await self._save(record, force=True)
+        if record.runtime.webhooks is not None:  # job.succeeded, job.failed, collection.refreshed
+            await record.runtime.webhooks.job_ended(record.job)
 
     async def _set(self, record: _Record, **changes: Any) -> None:
         record.job = msgspec.structs.replace(record.job, updated_at=_now(), **changes)

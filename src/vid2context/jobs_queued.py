@@ -26,7 +26,7 @@ import asyncio
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
@@ -182,6 +182,7 @@ class QueuedJobs:
         poll_s: float = 1.0,
         heartbeat_s: float = 15.0,
         retry_s: int = 10,
+        on_end: Callable[[Job], Awaitable[None]] | None = None,
     ) -> None:
         if kinds is None:
             from .job_kinds import BUILTIN_KINDS
@@ -193,6 +194,8 @@ class QueuedJobs:
         self.poll_s = poll_s
         self.heartbeat_s = heartbeat_s
         self.retry_s = retry_s
+        self.on_end = on_end
+        """Told of every job this ledger ends (the runtime's webhooks); never raises."""
 
     # --- the calls jobs.JobQueue answers ------------------------------------------------------
 
@@ -336,6 +339,10 @@ class QueuedJobs:
             await self._event(job_id, "done", {"result": result})
         else:
             await self._event(job_id, "error", msgspec.to_builtins(error))
+        if self.on_end is not None:
+            row = await self._ledger.get(job_id)
+            if row is not None:
+                await self.on_end(await self._job(row))
         return True
 
     # --- the consumer -------------------------------------------------------------------------
@@ -521,6 +528,10 @@ async def consume(runtime: Runtime, batch: Any) -> None:
     runs = runtime.mcp_runs  # MCP long runs share the queue (mcp/queued.py)
 
     async def one(message: Any) -> None:
+        hooks = runtime.webhooks
+        if not dead and hooks is not None and await hooks.handle(message.body):
+            message.ack()  # a webhook delivery attempt: its retry is a new message, sent by handle
+            return
         handler = runs if runs is not None and runs.claims(message.body) else jobs
         if dead:
             await handler.dead_letter(runtime, message.body)

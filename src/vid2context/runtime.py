@@ -24,6 +24,7 @@ from .answers.llm.rungs import hosted_llms
 from .auth.store import MemoryOAuthStore, OAuthStore
 from .chunking import SttPlan
 from .errors import ErrorCode, VidError
+from .integrations.webhooks import Webhooks, build_webhooks
 from .jobs import JobQueue
 from .models import VideoContext
 from .providers.base import SourceProvider
@@ -123,6 +124,9 @@ class Runtime:
     oauth: OAuthStore | None = None
     """The OAuth server's clients, codes and tokens (``auth/store.py``): SQLite locally, D1 and
     KV on the Worker, memory in ``build_runtime``."""
+    webhooks: Webhooks | None = None
+    """Where events are sent (``integrations/webhooks.py``): in the library's database, sent
+    through the egress rules of the platform; built by each builder."""
     egress: Closeable | None = None
     """Public mode's guard on the local runtime (``egress.Egress``: the filtering proxy that yt-dlp
     and ffmpeg fetch through), closed with the runtime; ``None`` elsewhere. The Worker has none:
@@ -138,6 +142,8 @@ class Runtime:
 
     async def aclose(self) -> None:
         await self.jobs.aclose()  # first: a stopping job still writes its state
+        if self.webhooks is not None:
+            await self.webhooks.aclose()  # before the client its sender may use
         await self.storage.close()
         if self.vectors is not None:
             await self.vectors.close()
@@ -203,6 +209,7 @@ def build_runtime(
     )
     runtime.sources.append(UploadProvider(runtime))
     runtime.oauth = MemoryOAuthStore(runtime.kv)
+    runtime.webhooks = build_webhooks(runtime)
     return runtime
 
 
@@ -238,6 +245,10 @@ def build_local_runtime(
     runtime.sql = SQLiteSql(stores.storage.database)
     runtime.vectors = open_vector_index(stores.storage.database.path)
     runtime.oauth = SqlOAuthStore(SQLiteSql(stores.storage.database), stores.kv)
+    from .integrations.webhook_egress import GuardedSender
+
+    sender = GuardedSender(public=settings.public, resolver=resolver, dialer=dialer, proxy=settings.proxy)
+    runtime.webhooks = build_webhooks(runtime, sender=sender)
     _add_local_stt(runtime)
     _add_local_embed(runtime)
     _add_local_sources(runtime, egress)
@@ -380,6 +391,10 @@ def _add_worker_queue(runtime: Runtime, env: Any) -> None:
         retry_s = runtime.settings.job_retry_s
         runtime.jobs = QueuedJobs(D1JobLedger(env.DB), producer, retry_s=retry_s)  # type: ignore[assignment]
         runtime.mcp_runs = QueuedRuns(D1RunLedger(env.DB), producer, retry_s=retry_s)
+    # Webhooks in D1; on the queue, one message per delivery attempt, when there is one.
+    runtime.webhooks = build_webhooks(runtime, queue=None if queue is None else QueueProducer(queue))
+    if queue is not None:
+        runtime.jobs.on_end = runtime.webhooks.job_ended  # type: ignore[attr-defined]
 
 
 def _worker_environ(env: Any) -> dict[str, str]:

@@ -190,6 +190,23 @@ SETTINGS: tuple[Setting, ...] = (
         "each attempt up to 90 times this (a rate limit's Retry-After within that); 0 retries at once.",
     ),
     Setting(
+        "VID2CONTEXT_WEBHOOK_KEY",
+        "webhook_key",
+        "str",
+        None,
+        "Server key that seals webhook signing secrets at rest (AES-GCM; any long random text). Unset: "
+        "secrets are stored as they are. Changing it leaves existing hooks unable to sign: create them "
+        "again.",
+    ),
+    Setting(
+        "VID2CONTEXT_WEBHOOK_RETRY_S",
+        "webhook_retry_s",
+        "int",
+        30,
+        "Unit of the webhook retry schedule, in seconds: a failed delivery is tried again after 1, 4, "
+        "16 and 64 units (30 s, 2, 8 and 32 minutes by default).",
+    ),
+    Setting(
         "VID2CONTEXT_POLICY",
         "policy",
         "str",
@@ -697,6 +714,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     remote_key: str | None = None
     shutdown_timeout_ms: int = 10_000
     job_retry_s: int = 10
+    webhook_key: str | None = None
+    webhook_retry_s: int = 30
     policy: str = "free"
     keyless: bool = True
     mcp_tokens: str | None = None

@@ -35,6 +35,7 @@ from .search import search_route
 from .skips import SKIP_ROUTES
 from .uploads import upload
 from .videos import comments, context, items, metadata, transcript
+from .webhooks import WEBHOOK_ROUTES
 
 __all__ = ["create_app"]
 
@@ -168,6 +169,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             *JOB_ROUTES,
             *ANSWER_ROUTES,
             *ACCOUNT_ROUTES,
+            *WEBHOOK_ROUTES,
             *mcp.route_handlers,
             *(oauth.route_handlers if oauth else ()),
         ],

@@ -1,1 +1,2 @@
-"""Outside services whose data enriches a video: one module per service (SponsorBlock, ...)."""
+"""Outside services: one module per service (SponsorBlock, fingerprints for duplicates), and webhooks
+(``webhooks.py`` and its parts)."""
