@@ -1,4 +1,4 @@
-"""Where webhooks are kept: the ``webhooks`` table (``migrations/0009_webhooks.sql``), or memory.
+"""Where webhooks are kept: the ``webhooks`` table (``migrations/0010_webhooks.sql``), or memory.
 
 The same statements run on SQLite locally and on D1 on the edge through the ``Sql`` executor
 (``auth.store_sql.Sql``), as the accounts do; a runtime on memory storage keeps its hooks in
