@@ -28,4 +28,5 @@ TOOLS = {
     "build_brief",
     "extract",
     "digest_videos",
+    "find_duplicates",
 }

@@ -17,6 +17,7 @@ from .answers import ANSWER_ROUTES
 from .ask import ASK_ROUTES
 from .catalog import formats, models
 from .collections import COLLECTION_ROUTES
+from .duplicates import DUPLICATE_ROUTES
 from .errors import EXCEPTION_HANDLERS
 from .health import health
 from .jobs import JOB_ROUTES
@@ -154,6 +155,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             search_route,
             *ASK_ROUTES,
             *RESEARCH_ROUTES,
+            *DUPLICATE_ROUTES,
             upload,
             *JOB_ROUTES,
             *ANSWER_ROUTES,

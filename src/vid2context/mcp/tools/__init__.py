@@ -3,11 +3,37 @@
 from __future__ import annotations
 
 from ..toolkit import ContractTool, Deps
-from . import answers, ask, catalog, collections, exports, jobs, lists, packs, research, search, transcripts
+from . import (
+    answers,
+    ask,
+    catalog,
+    collections,
+    duplicates,
+    exports,
+    jobs,
+    lists,
+    packs,
+    research,
+    search,
+    transcripts,
+)
 
 __all__ = ["all_tools"]
 
-MODULES = (search, ask, transcripts, lists, packs, catalog, collections, exports, jobs, research, answers)
+MODULES = (
+    search,
+    ask,
+    transcripts,
+    lists,
+    packs,
+    catalog,
+    collections,
+    exports,
+    jobs,
+    research,
+    answers,
+    duplicates,
+)
 
 
 def all_tools(deps: Deps) -> list[ContractTool]:
