@@ -61,6 +61,8 @@ __all__ = [
     "MemberOverlap",
     "check_inputs",
     "find_duplicates",
+    "classify",
+    "duplicates_of",
     "group_duplicates",
 ]
 
@@ -71,6 +73,7 @@ MIN_SHINGLES = 20
 ALIGNED = 0.5
 """The part of the shared shingles that must agree on one time offset."""
 MAX_PASSAGES = 3
+_INPUT_CHARS = 2000
 """Matched passages shown per member."""
 PASSAGE_WORDS = 40
 """Words of a passage's text shown; the times cover the whole passage."""
@@ -165,6 +168,8 @@ async def check_inputs(runtime: Runtime, inputs: Any, collection: Any) -> list[s
     given = list(dict.fromkeys(text.strip() for text in inputs or ()))
     if len(given) > MAX_VIDEOS:
         raise _too_many(len(given))
+    if any(len(text) > _INPUT_CHARS for text in given):
+        raise _bad(f"An input is longer than {_INPUT_CHARS} characters; no video URL is that long.")
     for text in given:
         pipeline.resolve(runtime, text)  # unsupported-input before anything is read
     if collection is not None:
@@ -183,7 +188,7 @@ def _contained(share: float, matched: int) -> bool:
     return share >= CONTAINED and matched >= MIN_SHINGLES
 
 
-def _kind(match: Match) -> Literal["reupload", "a-in-b", "b-in-a"] | None:
+def classify(match: Match) -> Literal["reupload", "a-in-b", "b-in-a"] | None:
     """What ``compare(a, b)`` says the pair is, or None for two different videos."""
     if match.aligned < ALIGNED:
         return None
@@ -222,7 +227,7 @@ def group_duplicates(prints: Sequence[Fingerprint]) -> tuple[list[tuple[str, lis
     sets = _Sets(len(prints))
     contains: list[tuple[int, int]] = []  # (container, contained)
     for a, b in pairs:
-        kind = _kind(compare(prints[a], prints[b]))
+        kind = classify(compare(prints[a], prints[b]))
         if kind == "reupload":
             sets.join(a, b)
         elif kind == "a-in-b":
