@@ -8,8 +8,9 @@ So that a brief or a count of sources counts one talk once, however often it was
 
 - **Classify.** A transcript is *contained* in another when at least ``CONTAINED`` of its
   shingles are found there, at least ``MIN_SHINGLES`` of them, most (``ALIGNED``) at one time
-  offset. Both contained in each other: a ``reupload`` (an intro or an outro added, a cut here or
-  there). Only the shorter contained: a ``clip`` of the longer. Two talks on one subject share
+  offset. Each found in the other for ``REUPLOAD`` or more: a ``reupload`` (an intro or an outro
+  added, a cut here or there). Otherwise the contained one (the higher share) is a ``clip`` of
+  the other. Two talks on one subject share
   phrases, not most of their words, and are not grouped.
 - **Groups.** Reuploads are joined into groups (one group however many copies); each clip goes
   with the largest video it is contained in, with the reuploads of a video counted as that video.
@@ -53,6 +54,7 @@ __all__ = [
     "MAX_PASSAGES",
     "MAX_VIDEOS",
     "MIN_SHINGLES",
+    "REUPLOAD",
     "DuplicateEvidence",
     "DuplicateGroup",
     "DuplicateMember",
@@ -68,6 +70,9 @@ __all__ = [
 
 CONTAINED = 0.5
 """The share of a transcript's shingles found in another for it to count as contained in it."""
+REUPLOAD = 0.75
+"""The share both transcripts need for a reupload; below it in one, that one holds the other as a
+clip (a cut of half a talk is a clip, one with an intro of 30 s before two minutes a reupload)."""
 MIN_SHINGLES = 20
 """Fewer shared shingles than this (about 25 words) never group two videos, however short."""
 ALIGNED = 0.5
@@ -194,13 +199,23 @@ def classify(match: Match) -> Literal["reupload", "a-in-b", "b-in-a"] | None:
         return None
     a_in_b = _contained(match.share_a, match.matched_a)
     b_in_a = _contained(match.share_b, match.matched_b)
-    if a_in_b and b_in_a:
+    if a_in_b and b_in_a and min(match.share_a, match.share_b) >= REUPLOAD:
         return "reupload"
-    if a_in_b:
+    if a_in_b and (not b_in_a or match.share_a >= match.share_b):
         return "a-in-b"
     if b_in_a:
         return "b-in-a"
     return None
+
+
+def _worth_comparing(a: Fingerprint, b: Fingerprint) -> bool:
+    """Whether the distinct keys could make either transcript contained in the other: a screen
+    at half of ``CONTAINED``, since a refrain counts once here but at every place in ``compare``."""
+    shared = len(a.distinct & b.distinct)
+    if shared < MIN_SHINGLES:
+        return False
+    smaller = min(len(a.distinct), len(b.distinct))
+    return shared >= CONTAINED / 2 * smaller
 
 
 class _Sets:
@@ -227,6 +242,8 @@ def group_duplicates(prints: Sequence[Fingerprint]) -> tuple[list[tuple[str, lis
     sets = _Sets(len(prints))
     contains: list[tuple[int, int]] = []  # (container, contained)
     for a, b in pairs:
+        if not _worth_comparing(prints[a], prints[b]):
+            continue
         kind = classify(compare(prints[a], prints[b]))
         if kind == "reupload":
             sets.join(a, b)

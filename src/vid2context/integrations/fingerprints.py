@@ -19,7 +19,11 @@ of their shingles. Only candidate pairs are then compared exactly (``compare``).
   shingles holds a whole window of the other transcript's, whatever the alignment, whose windows
   then agree on about two thirds of their shingles or more.
 - **Bands** of ``ROWS`` values: two windows of Jaccard similarity ``j`` share a band with
-  probability ``1 - (1 - j**ROWS) ** BANDS``: 0.97 at 0.6, 0.08 at 0.1.
+  probability ``1 - (1 - j**ROWS) ** BANDS``: 0.97 at 0.8, 0.70 at 0.6, 0.005 at 0.1; a copied
+  passage of a minute has five windows or more, so it is missed only when all of them are.
+- **Candidates are screened** on their distinct shingle keys (a set intersection, in C) before
+  the exact comparison: talks on one subject share stock phrases, so their windows meet in a
+  bucket now and then, and most such pairs share far too little to be worth comparing.
 """
 
 from __future__ import annotations
@@ -56,8 +60,8 @@ STRIDE = 20
 """Shingles from one window's start to the next one's."""
 SIGNATURE = 16
 """MinHash values per window: one 64-byte digest per shingle, 32 bits each."""
-ROWS = 2
-"""Values per LSH band."""
+ROWS = 3
+"""Values per LSH band (five bands use 15 of the 16 values)."""
 BANDS = SIGNATURE // ROWS
 ALIGN_TOLERANCE_SEC = 10.0
 """How far a matched shingle's time difference may lie from the offset and still agree with it."""
@@ -79,8 +83,10 @@ class Fingerprint:
     times: tuple[float, ...]
     keys: tuple[int, ...]
     """Shingle ``i`` covers ``words[i : i + SHINGLE_WORDS]``."""
-    bands: frozenset[tuple[int, int, int]]
-    """``(band, value, value)`` of every window: equal tuples mean a shared band."""
+    bands: frozenset[tuple[int, ...]]
+    """``(band, value, value, value)`` of every window: equal tuples mean a shared band."""
+    distinct: frozenset[int]
+    """The shingle keys, each once."""
 
     @property
     def shingles(self) -> int:
@@ -140,7 +146,7 @@ def fingerprint(segments: Sequence[Segment]) -> Fingerprint:
         row = _ROW.unpack(hashlib.blake2b(text, digest_size=64, person=_PERSON).digest())
         rows.append(row)
         keys.append(row[0] << 32 | row[1])
-    bands: set[tuple[int, int, int]] = set()
+    bands: set[tuple[int, ...]] = set()
     if rows:
         last = max(len(rows) - WINDOW, 0)
         starts = list(range(0, last + 1, STRIDE))
@@ -149,17 +155,29 @@ def fingerprint(segments: Sequence[Segment]) -> Fingerprint:
         for start in starts:
             signature = [min(column) for column in zip(*rows[start : start + WINDOW], strict=True)]
             for band in range(BANDS):
-                bands.add((band, signature[band * ROWS], signature[band * ROWS + 1]))
-    return Fingerprint(words=tuple(said), times=tuple(times), keys=tuple(keys), bands=frozenset(bands))
+                bands.add((band, *signature[band * ROWS : (band + 1) * ROWS]))
+    return Fingerprint(
+        words=tuple(said),
+        times=tuple(times),
+        keys=tuple(keys),
+        bands=frozenset(bands),
+        distinct=frozenset(keys),
+    )
 
 
 def candidate_pairs(prints: Sequence[Fingerprint]) -> set[tuple[int, int]]:
-    """The pairs ``(i, j)``, ``i < j``, of ``prints`` that share at least one band."""
-    buckets: dict[tuple[int, int, int], list[int]] = defaultdict(list)
+    """The pairs ``(i, j)``, ``i < j``, of ``prints`` that share at least one band, and every pair
+    with a transcript shorter than one window: its one window is smaller than the other's, so
+    their Jaccard similarity stays low however much of it is copied (they are few and short, so
+    the screen in front of ``compare`` answers those pairs cheaply)."""
+    buckets: dict[tuple[int, ...], list[int]] = defaultdict(list)
     for index, found in enumerate(prints):
         for band in found.bands:
             buckets[band].append(index)
     pairs: set[tuple[int, int]] = set()
+    for short, found in enumerate(prints):
+        if 0 < found.shingles < WINDOW:
+            pairs.update((min(short, other), max(short, other)) for other in range(len(prints)) if other != short)
     for members in buckets.values():
         for n, first in enumerate(members):
             for second in members[n + 1 :]:
