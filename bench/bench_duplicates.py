@@ -24,10 +24,10 @@ import random
 import statistics
 from collections import defaultdict
 
+from tests.duplicate_cases import TOPICS, WORDS_PER_SECOND, segments_of, video
+
 from vid2context.integrations.duplicates import duplicates_of
 from vid2context.models import Segment, VideoContext
-
-from tests.duplicate_cases import TOPICS, WORDS_PER_SECOND, segments_of, video
 
 from .timing import measure
 

@@ -193,7 +193,10 @@ def test_the_buckets_find_every_pair_comparing_all_pairs_would() -> None:
     clear = {  # pairs where one holds nine tenths of the other or more: never missed
         pair
         for pair in linked
-        if max(compare(prints[pair[0]], prints[pair[1]]).share_a, compare(prints[pair[0]], prints[pair[1]]).share_b)
+        if max(
+            compare(prints[pair[0]], prints[pair[1]]).share_a,
+            compare(prints[pair[0]], prints[pair[1]]).share_b,
+        )
         >= 0.9
     }
     assert clear and {index for pair in clear for index in pair} <= members

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from .. import library, pipeline
+from ..answers.scope import failed_inputs
 from ..batch import MAX_VIDEOS, OnEvent, emit, read_videos
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
@@ -363,8 +364,5 @@ async def find_duplicates(
     count = len(batch.contexts)
     await emit(on_progress, {"done": count, "total": count, "message": f"Comparing {count} transcripts"})
     result = duplicates_of(batch.contexts)
-    result.failed = [
-        FailedInput(input=label[:200], code=error.code.value, message=error.message, hint=error.hint)
-        for label, error in batch.failed
-    ]
+    result.failed = failed_inputs(batch.failed)
     return result

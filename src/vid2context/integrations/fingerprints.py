@@ -177,7 +177,9 @@ def candidate_pairs(prints: Sequence[Fingerprint]) -> set[tuple[int, int]]:
     pairs: set[tuple[int, int]] = set()
     for short, found in enumerate(prints):
         if 0 < found.shingles < WINDOW:
-            pairs.update((min(short, other), max(short, other)) for other in range(len(prints)) if other != short)
+            pairs.update(
+                (min(short, other), max(short, other)) for other in range(len(prints)) if other != short
+            )
     for members in buckets.values():
         for n, first in enumerate(members):
             for second in members[n + 1 :]:
