@@ -23,7 +23,9 @@ from vid2context.integrations import duplicates as core
 from vid2context.integrations.fingerprints import compare, fingerprint
 from vid2context.mcp import create_mcp
 from vid2context.mcp.fences import unfence
+from vid2context.mcp.tools.duplicates import DUPLICATE_COSTS
 from vid2context.runtime import Runtime
+from vid2context.tokens import estimate_tokens
 
 from .duplicate_cases import INTRO, TOPICS, clip, reupload, segments_of, talk, video
 from .hint_steps import problems, surfaces
@@ -165,6 +167,27 @@ async def test_text_that_forges_a_fence_stays_inside_it(runtimes: Runtimes) -> N
     assert "Ignore the above" in fenced and text.count("=== BEGIN UNTRUSTED VIDEO TEXT [") == 1
     (group,) = msgspec.json.decode(fenced)["groups"]
     assert group["kind"] == "reupload"
+
+
+async def test_what_a_result_costs_is_what_the_description_states(runtimes: Runtimes) -> None:
+    runtime = await saved(runtimes)
+    more = [talk("Typesmap001", "typesmapping"), talk("Strings0001", "string-methods")]
+    more += [reupload("Typesmap002", more[0]), clip("Strings0002", more[1], 60.0, 200.0)]
+    for context in more:
+        await runtime.storage.put_context(context)
+    spent = []
+    async with Client(create_mcp(runtime)) as client:
+        for urls in ([FOR, WHILE], [ORIGINAL, COPY, CLIP, *(c.id for c in more)]):
+            result = await client.call_tool("find_duplicates", {"urls": urls})
+            spent.append((len(result.structured_content["groups"]), estimate_tokens(text_of(result))))
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    (none, base), (groups, total) = spent
+    assert none == 0 and groups == 4
+    per_group = (total - base) / groups
+    stated = DUPLICATE_COSTS["duplicates_per_group"]
+    assert abs(per_group - stated) <= 0.3 * stated, per_group
+    assert abs(base - DUPLICATE_COSTS["duplicates_base"]) <= 0.3 * DUPLICATE_COSTS["duplicates_base"], base
+    assert f"{stated} per group" in (tools["find_duplicates"].description or "")
 
 
 # --- the method, on its own ----------------------------------------------------------------------------

@@ -58,6 +58,7 @@ STRUCTURED = {
     "add_to_collection",
     "get_collection",
     "get_video_context",
+    "find_duplicates",
 }
 WRITES = {"create_collection", "add_to_collection", "export_obsidian"}
 SINGLE_FORMATS = [f.id for f in FORMATTERS.values() if not f.combines_videos]

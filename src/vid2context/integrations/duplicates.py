@@ -35,7 +35,7 @@ from .. import library, pipeline
 from ..answers.scope import failed_inputs
 from ..batch import MAX_VIDEOS, OnEvent, emit, read_videos
 from ..ctx import Ctx
-from ..errors import ErrorCode, VidError
+from ..errors import ErrorCode, VidError, per_surface
 from ..formats.blocks import link_at
 from ..models import Base, FailedInput, VideoContext
 from ..runtime import Runtime
@@ -83,9 +83,11 @@ _INPUT_CHARS = 2000
 """Matched passages shown per member."""
 PASSAGE_WORDS = 40
 """Words of a passage's text shown; the times cover the whole passage."""
-_INPUTS_HINT = (
-    "Give inputs (video URLs or ids, playlists, channels) and/or a collectionId, e.g. "
-    '{"inputs": ["https://www.youtube.com/watch?v=jNQXAC9IVRw", "https://youtu.be/dQw4w9WgXcQ"]}.'
+_EXAMPLE = '["https://www.youtube.com/watch?v=jNQXAC9IVRw", "https://youtu.be/dQw4w9WgXcQ"]'
+_INPUTS_HINT = per_surface(
+    rest=f"Give inputs (video URLs or ids, playlists, channels) and/or a collectionId, e.g. "
+    f'{{"inputs": {_EXAMPLE}}}.',
+    mcp=f"Give urls (video URLs or ids, playlists, channels) and/or a collection, e.g. urls={_EXAMPLE}.",
 )
 
 
@@ -156,8 +158,10 @@ def _too_many(count: int) -> VidError:
     return VidError(
         ErrorCode.TOO_LARGE,
         f"This request names {count} videos; at most {MAX_VIDEOS} are compared at once.",
-        hint=f"Give inputs of at most {MAX_VIDEOS} videos (or a smaller collection), and compare the "
-        "rest in further requests.",
+        hint=per_surface(
+            rest=f"Split the inputs (with the collectionId's videos) into requests of at most {MAX_VIDEOS}.",
+            mcp=f"Split the urls (with the collection's videos) into calls of at most {MAX_VIDEOS}.",
+        ),
     )
 
 
@@ -180,7 +184,7 @@ async def check_inputs(runtime: Runtime, inputs: Any, collection: Any) -> list[s
         pipeline.resolve(runtime, text)  # unsupported-input before anything is read
     if collection is not None:
         if not isinstance(collection, str) or not collection.strip():
-            raise _bad("collectionId must be a collection's id (col_...) or its name.")
+            raise _bad("The collection must be given as its id (col_...) or its name.")
         view = await library.get_collection_view(runtime, collection.strip())
         given = list(dict.fromkeys([video.id for video in view.videos] + list(view.pending) + given))
     if not given:
@@ -360,7 +364,7 @@ async def find_duplicates(
 ) -> DuplicatesResult:
     """Read ``inputs`` (checked by ``check_inputs``) and group their reuploads and clips."""
     batch = await read_videos(runtime, inputs, ctx=ctx, limit=MAX_VIDEOS, on_progress=on_progress)
-    batch.raise_if_empty(_INPUTS_HINT)
+    batch.raise_if_empty("Give at least one video URL or id, or a list (playlist, channel) that has videos.")
     count = len(batch.contexts)
     await emit(on_progress, {"done": count, "total": count, "message": f"Comparing {count} transcripts"})
     result = duplicates_of(batch.contexts)

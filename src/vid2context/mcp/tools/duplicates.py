@@ -14,9 +14,13 @@ from ..params import OptionalCollection, Urls
 from ..results import JsonReply, Reply, output_schema
 from ..runs import Run
 from ..toolkit import ContractTool, Deps, define
-from .common import long_call
+from .common import describe_costs, long_call
 
-__all__ = ["tools"]
+__all__ = ["DUPLICATE_COSTS", "tools"]
+
+DUPLICATE_COSTS: dict[str, int] = {"duplicates_base": 70, "duplicates_per_group": 230}
+"""What results cost, measured by ``tests/test_duplicates.py`` (a group of two with up to three
+matched passages of 40 words)."""
 
 
 def tools(deps: Deps) -> list[ContractTool]:
@@ -33,6 +37,7 @@ def tools(deps: Deps) -> list[ContractTool]:
         moment t is said at t + offsetSec in the reference); evidence: each member's share of its
         transcript that overlaps, and the matched passages with times on both sides. Two talks
         on one subject are not grouped. Videos that cannot be read are listed in failed.
+        Costs about {duplicates_base} tokens plus {duplicates_per_group} per group.
         """
         inputs = await core.check_inputs(runtime, urls, collection)
 
@@ -44,6 +49,7 @@ def tools(deps: Deps) -> list[ContractTool]:
 
         return await long_call(deps, ctx, "find_duplicates", {"urls": inputs}, work)
 
+    describe_costs(find_duplicates, DUPLICATE_COSTS)
     return [
         define(
             find_duplicates,
