@@ -121,17 +121,23 @@ class Match:
     """The longest matched runs first."""
 
 
-def _words(segments: Iterable[Segment]) -> tuple[list[str], list[str], list[float]]:
+def _words(segments: Iterable[Segment]) -> tuple[list[str], list[bytes], list[float]]:
     said: list[str] = []
-    plain: list[str] = []
+    plain: list[bytes] = []
     times: list[float] = []
+    folded: dict[str, str] = {}  # a talk says the same few thousand words over and over
     for segment in segments:
-        tokens = [(token, "".join(_WORD.findall(token.casefold()))) for token in segment.text.split()]
-        tokens = [(token, norm) for token, norm in tokens if norm]
+        tokens = []
+        for token in segment.text.split():
+            norm = folded.get(token)
+            if norm is None:
+                norm = folded[token] = "".join(_WORD.findall(token.casefold()))
+            if norm:
+                tokens.append((token, norm))
         span = max(segment.end_sec - segment.start_sec, 0.0)
         for index, (token, norm) in enumerate(tokens):
             said.append(token)
-            plain.append(norm)
+            plain.append(norm.encode())
             times.append(segment.start_sec + span * index / len(tokens))
     return said, plain, times
 
@@ -142,7 +148,7 @@ def fingerprint(segments: Sequence[Segment]) -> Fingerprint:
     keys: list[int] = []
     rows: list[tuple[int, ...]] = []
     for start in range(len(plain) - SHINGLE_WORDS + 1):
-        text = " ".join(plain[start : start + SHINGLE_WORDS]).encode()
+        text = b" ".join(plain[start : start + SHINGLE_WORDS])
         row = _ROW.unpack(hashlib.blake2b(text, digest_size=64, person=_PERSON).digest())
         rows.append(row)
         keys.append(row[0] << 32 | row[1])
