@@ -141,11 +141,12 @@ class DuplicateGroup(Base, kw_only=True):
 
 class DuplicatesResult(Base, kw_only=True):
     groups: list[DuplicateGroup]
-    """Reupload groups first, then clip groups, each in the order of its reference's input."""
+    """Reupload groups first, then clip groups, each kind in the order of the inputs."""
     compared: int = 0
     """Videos whose transcripts were fingerprinted."""
     candidates: int = 0
-    """Pairs the LSH buckets proposed, each compared exactly (of ``compared`` choose 2 pairs)."""
+    """Pairs the LSH buckets proposed (of ``compared`` choose 2): each screened by the shingles
+    the two share, and compared exactly when that could make one contained in the other."""
     failed: list[FailedInput] = []
     """Inputs that gave no transcript, with their errors."""
 
