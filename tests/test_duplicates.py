@@ -31,6 +31,7 @@ from .duplicate_cases import INTRO, TOPICS, clip, reupload, segments_of, talk, v
 from .hint_steps import problems, surfaces
 from .pages import text_of
 from .runtimes import ON_EVERY_RUNTIME, Runtimes, serve
+from .talks import three_hour_talk
 from .test_indexing import QUIET
 from .youtube_replay import httpx_callback
 
@@ -188,6 +189,25 @@ async def test_what_a_result_costs_is_what_the_description_states(runtimes: Runt
     assert abs(per_group - stated) <= 0.3 * stated, per_group
     assert abs(base - DUPLICATE_COSTS["duplicates_base"]) <= 0.3 * DUPLICATE_COSTS["duplicates_base"], base
     assert f"{stated} per group" in (tools["find_duplicates"].description or "")
+
+
+@ON_EVERY_RUNTIME
+async def test_a_clip_of_a_three_hour_talk_is_found_where_it_was_cut(runtimes: Runtimes) -> None:
+    runtime = await runtimes.build(QUIET)
+    long = three_hour_talk()
+    refrain = "thanks for watching and please subscribe " * 400  # the same few shingles, over and over
+    videos = [long, clip("HourClip001", long, 5400.0, 5700.0), video("Refrain0001", segments_of(refrain))]
+    videos.append(video("Refrain0002", segments_of(refrain)))
+    for context in videos:
+        await runtime.storage.put_context(context)
+    async with serve(create_app(runtime, owns_runtime=False)) as http:
+        answer = await http.post("/api/v1/duplicates", json={"inputs": [v.id for v in videos]})
+    assert answer.status_code == 200, answer.text
+    (group,) = answer.json()["groups"]  # the refrains share too few distinct shingles to be anything
+    assert group["kind"] == "clip"
+    assert [m["videoId"] for m in group["members"]] == [long.id, "youtube:HourClip001"]
+    assert abs(group["members"][1]["offsetSec"] - 5400) <= 5
+    assert answer.json()["candidates"] < 6
 
 
 # --- the method, on its own ----------------------------------------------------------------------------
