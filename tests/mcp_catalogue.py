@@ -30,4 +30,5 @@ TOOLS = {
     "extract",
     "digest_videos",
     "get_skip_segments",
+    "find_duplicates",
 }

@@ -20,6 +20,7 @@ from .caption_languages import caption_languages_route
 from .catalog import formats, models
 from .chapters import CHAPTER_ROUTES
 from .collections import COLLECTION_ROUTES
+from .duplicates import DUPLICATE_ROUTES
 from .errors import EXCEPTION_HANDLERS
 from .exports import EXPORT_ROUTES
 from .health import health
@@ -165,6 +166,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             caption_languages_route,
             *EXPORT_ROUTES,
             *BOT_ROUTES,
+            *DUPLICATE_ROUTES,
             upload,
             *JOB_ROUTES,
             *ANSWER_ROUTES,

@@ -8,6 +8,7 @@ from . import (
     ask,
     catalog,
     collections,
+    duplicates,
     exports,
     jobs,
     lists,
@@ -33,6 +34,7 @@ MODULES = (
     research,
     answers,
     skips,
+    duplicates,
 )
 
 
