@@ -41,7 +41,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 from xml.etree import ElementTree
 
 import msgspec
@@ -300,50 +300,52 @@ def _number(value: Any, default: float = 0.0) -> float:
         return default
 
 
-class _Json3Seg(msgspec.Struct):
+# gc=False: these hold only numbers, strings and lists of each other, never a cycle, so the
+# collector need not track the thousands a file decodes to (a quarter of the decode's time).
+class _Json3Seg(msgspec.Struct, gc=False):
     utf8: str = ""
 
 
-class _Json3Event(msgspec.Struct):
+class _Json3Event(msgspec.Struct, gc=False):
     tStartMs: float = math.nan  # YouTube's field names
     dDurationMs: float = 0.0
     segs: list[_Json3Seg] | None = None
 
 
-class _Json3(msgspec.Struct):
+class _Json3(msgspec.Struct, gc=False):
     events: list[_Json3Event]
 
 
 _decode_json3 = msgspec.json.Decoder(_Json3).decode
 
+# A time the comprehension below reads exactly: whole milliseconds, never negative, and a start
+# plus a duration still an exact integer. Anything else fails the typed decode and takes the
+# general reading, which clamps it as it always has.
+_Millis = Annotated[int, msgspec.Meta(ge=0, le=int(_EXACT_MS) // 2)]
 
-class _Json3EventMs(msgspec.Struct):
+
+class _Json3EventMs(msgspec.Struct, gc=False):
     """An event as YouTube writes it: whole milliseconds, and a start always there."""
 
-    tStartMs: int
-    dDurationMs: int = 0
+    tStartMs: _Millis
+    dDurationMs: _Millis = 0
     segs: list[_Json3Seg] | None = None
 
 
-class _Json3Ms(msgspec.Struct):
+class _Json3Ms(msgspec.Struct, gc=False):
     events: list[_Json3EventMs]
 
 
 _decode_json3_ms = msgspec.json.Decoder(_Json3Ms).decode
 
 
-def _json3_in_ms(events: list[_Json3EventMs]) -> list[Segment] | None:
-    """Segments from whole-millisecond events with one comprehension, or ``None`` when a time is
-    negative or too large to be exact (``_segments`` then clamps them as it always has).
+def _json3_in_ms(events: list[_Json3EventMs]) -> list[Segment]:
+    """Segments from whole-millisecond events with one comprehension.
 
     ``t / 1000`` and ``(t + d) / 1000`` are exactly what rounding the sums in seconds to three
     decimals gives, so no ``round`` per cue; the texts are cleaned in one batch.
     """
     cues = [event for event in events if event.segs is not None]
-    starts = [event.tStartMs for event in cues]
-    durations = [event.dDurationMs for event in cues]
-    if starts and (min(starts) < 0 or min(durations) < 0 or max(starts) + max(durations) > _EXACT_MS):
-        return None
     raws = [
         segs[0].utf8 if len(segs) == 1 else "".join([seg.utf8 for seg in segs])
         for segs in [event.segs for event in cues]
@@ -352,8 +354,8 @@ def _json3_in_ms(events: list[_Json3EventMs]) -> list[Segment] | None:
     if _SEP in "".join(raws):
         raws = [raw.replace(_SEP, "") for raw in raws]
     return [
-        Segment(start_sec=start / 1000, end_sec=(start + duration) / 1000, text=text)
-        for start, duration, text in zip(starts, durations, _clean_many(raws, layer="plain"), strict=True)
+        Segment(start_sec=cue.tStartMs / 1000, end_sec=(cue.tStartMs + cue.dDurationMs) / 1000, text=text)
+        for cue, text in zip(cues, _clean_many(raws, layer="plain"), strict=True)
         if text
     ]
 
@@ -368,13 +370,11 @@ def parse_json3(data: str | bytes | Mapping[str, Any], *, source: str = "the vid
         if len(data) > MAX_CAPTION_CHARS:
             raise _bad(source, "the file is too large")
         try:
-            segments = _json3_in_ms(_decode_json3_ms(data).events)
-        except msgspec.ValidationError:  # a time in fractions of a millisecond, or none at all
-            segments = None
+            return _json3_in_ms(_decode_json3_ms(data).events)
+        except msgspec.ValidationError:  # a time in fractions of a millisecond, negative, or none
+            pass
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             raise _bad(source, "it is not valid JSON") from exc
-        if segments is not None:
-            return segments
         try:
             events = _decode_json3(data).events
         except msgspec.ValidationError:
@@ -417,7 +417,7 @@ def parse_timedtext_xml(text: str | bytes, *, source: str = "the video") -> list
         text = text.decode("utf-8", errors="replace")
     if len(text) > MAX_CAPTION_CHARS:
         raise _bad(source, "the file is too large")
-    if _HOSTILE.search(text):
+    if "!" in text and _HOSTILE.search(text):  # both need a "!", and a search for one is memchr
         raise _bad(source, "it declares a DOCTYPE or entities, which a caption file never needs")
     fast = _parse_fast(text)
     return fast if fast is not None else _parse_tree(text, source)
@@ -427,7 +427,7 @@ def _parse_fast(text: str) -> list[Segment] | None:
     """The common shapes by regex; ``None`` when the document is anything else."""
     if _SEP in text or not text.rstrip().endswith(_ROOT_ENDS):
         return None
-    if "!" in text and "<!" in text:  # a comment or CDATA: the strict path (a search for "!" is memchr)
+    if "!" in text and "<!" in text:  # a comment or CDATA: the strict path
         return None
     if "<text " in text:
         pattern, tag, seconds = _CLASSIC_CUE, "<text ", True
@@ -479,11 +479,12 @@ def _segments_in_ms(
     three decimals gives, so the one comprehension left does no rounding. Any number JSON would
     read differently, or a time too large to be exact, sends the caller the slow way.
     """
-    numbers = ",".join(starts) + "," + ",".join(durations)
+    comma = "e3," if seconds else ","
+    numbers = comma.join(starts) + comma + comma.join(durations)
     if seconds:
         if _OVER_THREE_DECIMALS.search(numbers):
             return None
-        numbers = numbers.replace(",", "e3,") + "e3"
+        numbers += "e3"
     try:
         values = _decode_times(f"[{numbers}]")
     except msgspec.DecodeError:
