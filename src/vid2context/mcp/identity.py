@@ -9,14 +9,21 @@ another the lean ``initialize`` answer equal to the SDK's.
 
 from __future__ import annotations
 
+from .. import __version__
 from .costs import RESEARCH_COSTS, SEARCH_COSTS, STATED_COSTS, with_costs
 
 SERVER_NAME = "vid2context"
 PROTOCOL_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
 """The SDK's handshake versions, then its modern ones (``mcp_types.version``)."""
-TITLE = "vid2context"
-DESCRIPTION = "Any video as context an AI agent can use: outlines, sections, transcripts, packs."
-WEBSITE_URL = "https://github.com/vid2context"
+SERVER_INFO = {
+    "name": SERVER_NAME,
+    "title": "vid2context",
+    "description": "Any video as context an AI agent can use: outlines, sections, transcripts, packs.",
+    "version": __version__,
+    "website_url": "https://github.com/vid2context",
+}
+"""Who the server says it is in ``initialize`` (``MCPServer``'s keyword arguments, and the SDK's
+``Implementation`` fields, by the same names)."""
 CAPABILITIES = {
     "prompts": {"listChanged": False},
     "resources": {"listChanged": False, "subscribe": False},

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import __version__
-from .identity import CAPABILITIES, DESCRIPTION, INSTRUCTIONS, SERVER_NAME, TITLE, WEBSITE_URL
+from .identity import CAPABILITIES, INSTRUCTIONS, SERVER_INFO
 
 __all__ = ["MAX_LEAN_BODY", "Answer", "lean_answer"]
 
@@ -103,13 +102,7 @@ def lean_answer(headers: list[tuple[bytes, bytes]], body: bytes) -> Answer | Non
             if requested in HANDSHAKE_PROTOCOL_VERSIONS
             else LATEST_HANDSHAKE_VERSION,
             capabilities=ServerCapabilities.model_validate(CAPABILITIES),
-            server_info=Implementation(
-                name=SERVER_NAME,
-                title=TITLE,
-                description=DESCRIPTION,
-                version=__version__,
-                website_url=WEBSITE_URL,
-            ),
+            server_info=Implementation(**SERVER_INFO),
             instructions=INSTRUCTIONS,
         )
         dumped = spec_methods.serialize_server_result(

@@ -15,11 +15,10 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp_types import Resource as MCPResource
 
-from .. import __version__
 from ..errors import ErrorCode, VidError, on_surface
 from ..runtime import Runtime
 from . import prompts, resources
-from .identity import DESCRIPTION, INSTRUCTIONS, SERVER_NAME, TITLE, WEBSITE_URL
+from .identity import INSTRUCTIONS, SERVER_INFO, SERVER_NAME
 from .results import ErrorReply
 from .runs import WAIT_S, Runs
 from .toolkit import Deps
@@ -89,12 +88,8 @@ def create_mcp(runtime: Runtime, *, wait_s: float = WAIT_S, job_wait_s: float | 
     try:
         server = VidServer(
             deps,
-            name=SERVER_NAME,
-            title=TITLE,
-            description=DESCRIPTION,
+            **SERVER_INFO,
             instructions=INSTRUCTIONS,
-            website_url=WEBSITE_URL,
-            version=__version__,
             tools=tools,
             log_level="WARNING",
             middleware=[_mcp_surface, _unknown_tools(frozenset(tool.name for tool in tools))],
