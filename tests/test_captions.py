@@ -422,6 +422,7 @@ def _one_pass(raw: str) -> str | type[Exception]:
 @given(st.lists(_BODIES, min_size=1, max_size=4).map("\x00".join))
 @example("&am&lt;i&gt;p;amp;")  # a tag out must not join "&am" and "p;" into a reference
 @example("&amp;&lt;i&gt;lt; &#39&lt;b&gt;;")
+@example("&#3&lt;b&gt;9; it&lt;/i&gt; &amp;l&lt;i&gt;t; &amp;am&lt;/b&gt;p;")
 def test_one_pass_decode_is_the_two_step_decode(raw: str) -> None:
     """Both layers in one split give what the XML decode, the tag removal and the HTML decode
     give one after the other, down to refusing the same bodies."""

@@ -129,12 +129,10 @@ _BOTH_LAYERS_TOKEN = re.compile(
 )
 # YouTube's formatting tags as they stand in the XML (``&lt;font color=&quot;#E5E5E5&quot;&gt;``,
 # ``&lt;i>``): each decodes to a tag ``_FORMATTING_TAG`` removes whole. Stricter than that
-# pattern (one space before an attribute, quoted values with no "&"), and never right after
-# what could be the start of a reference, so removing one cannot join two pieces into a new
-# one. A tag written any other way leaves its ``&lt;``, and the file takes the two-step decode.
+# pattern (one space before an attribute, quoted values with no "&"): a tag written any other
+# way leaves its ``&lt;``, and the file takes the two-step decode.
 _ESCAPED_FORMATTING = re.compile(
-    r"""(?<![&#0-9A-Za-z])&lt;/?(?i:b|i|u|font)"""
-    r"""(?: [A-Za-z]+=(?:&quot;[^&<>"\x00]*&quot;|"[^&<>"\x00]*"))*/?(?:&gt;|>)"""
+    r"""&lt;/?(?i:b|i|u|font)(?: [A-Za-z]+=(?:&quot;[^&<>"\x00]*&quot;|"[^&<>"\x00]*"))*/?(?:&gt;|>)"""
 )
 
 
@@ -206,6 +204,18 @@ def _both_layers_table() -> dict[str, str]:
 
 
 _BOTH_LAYERS = _both_layers_table()
+_LONGEST_TOKEN = max(map(len, _BOTH_LAYERS))
+
+
+def _drop_formatting(match: re.Match[str]) -> str:
+    """A formatting tag out, unless what precedes it may be the start of an XML reference (an
+    "&" with no ";" after it, near enough to end in a token): the XML decode comes before the
+    tags go, so removing it could join the two sides into a reference the file does not have.
+    Kept, its ``&lt;`` sends the file the two-step way, which says whether it is XML at all."""
+    start = match.start()
+    before = match.string[max(0, start - _LONGEST_TOKEN) : start]
+    amp = before.rfind("&")
+    return match.group(0) if amp >= 0 and ";" not in before[amp:] else ""
 
 
 def _xml_then_html(raw: str) -> str:
@@ -218,7 +228,7 @@ def _xml_then_html(raw: str) -> str:
     """
     if "&" not in raw:
         return raw  # no reference, and with no "<" no markup: nothing to decode in either layer
-    text = _ESCAPED_FORMATTING.sub("", raw) if "&lt;" in raw else raw
+    text = _ESCAPED_FORMATTING.sub(_drop_formatting, raw) if "&lt;" in raw else raw
     if "&lt;" not in text:
         parts = _BOTH_LAYERS_TOKEN.split(text)
         if len(parts) // 2 == text.count("&"):
