@@ -26,6 +26,9 @@ DNS-rebinding check off (the checks above replace it, and also work behind a pub
 The SDK is imported, and its session manager started, on the first MCP message inside the Litestar
 lifespan (REST requests and discovery never load it); the lifespan is counted, so the Worker, which
 runs the ASGI lifespan around every request, gets one manager per burst of requests, never two.
+``initialize`` and ``notifications/initialized`` do not need it: ``lean.py`` gives the SDK's own
+answer to them without it, so a client's handshake with a cold Worker isolate does not wait for
+the SDK's import.
 """
 
 from __future__ import annotations
