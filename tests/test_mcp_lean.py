@@ -138,7 +138,8 @@ def test_an_unknown_version_gets_the_latest_handshake_version() -> None:
 
 def test_initialize_through_the_app_leaves_the_sdk_unimported() -> None:
     """In a fresh process, through the whole app (checks, CORS, the mount): ``initialize`` and
-    ``notifications/initialized`` are answered and the SDK stays out; ``tools/list`` loads it."""
+    ``notifications/initialized`` are answered and the SDK stays out; ``tools/list`` loads it;
+    an ``initialize`` left to the SDK gets it the whole body, and the same bytes back."""
     code = (
         "import asyncio, json, sys, httpx\n"
         "from vid2context.api import create_app\n"
@@ -156,12 +157,16 @@ def test_initialize_through_the_app_leaves_the_sdk_unimported() -> None:
         f"            r = await post(c, {json.loads(_initialize())!r})\n"
         "            out['initialize'] = [r.status_code, r.json()['result']['protocolVersion'],\n"
         "                                 r.headers.get('access-control-allow-origin')]\n"
+        "            lean = r.content\n"
         f"            r = await post(c, {json.loads(INITIALIZED)!r}, '2025-11-25')\n"
         "            out['initialized'] = r.status_code\n"
         "            out['sdk_after_handshake'] = 'mcp' in sys.modules\n"
         "            r = await post(c, {'jsonrpc': '2.0', 'id': 2, 'method': 'tools/list'}, '2025-11-25')\n"
         "            out['tools'] = [r.status_code, len(r.json()['result']['tools'])]\n"
         "            out['sdk_after_tools'] = 'mcp' in sys.modules\n"
+        "            HEADERS['accept'] = '*/*'  # left to the SDK, which reads the body read before\n"
+        f"            r = await post(c, {json.loads(_initialize())!r})\n"
+        "            out['sdk_initialize_is_lean'] = [r.status_code, r.content == lean]\n"
         "    print(json.dumps(out))\n"
         "asyncio.run(main())\n"
     )
@@ -173,3 +178,4 @@ def test_initialize_through_the_app_leaves_the_sdk_unimported() -> None:
     assert out["sdk_after_handshake"] is False
     assert out["tools"][0] == 200 and out["tools"][1] > 10
     assert out["sdk_after_tools"] is True
+    assert out["sdk_initialize_is_lean"] == [200, True]
