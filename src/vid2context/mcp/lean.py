@@ -47,7 +47,7 @@ def _version(headers: list[tuple[bytes, bytes]]) -> str | None:
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
     content_type = _header(headers, b"content-type") or ""
-    if content_type.split(";")[0].strip() != "application/json":
+    if content_type.split(";")[0] != "application/json":  # as both of the SDK's checks take it
         return None
     accept = _header(headers, b"accept") or ""
     if "application/json" not in (part.split(";")[0].strip().lower() for part in accept.split(",")):
