@@ -16,6 +16,9 @@
     a site page. Every
     binding call is an HTTP round trip to 127.0.0.1 (``binding_round_trip_ms``), which a deployed
     Worker does not pay.
+``BENCH_WORKER_BASE=<git revision>`` adds ``first_response_vs_base``: the same upload with the
+    package and ``entry.py`` as they were at that revision (``git archive``, copied as the build
+    step copies them), both run alternately, so a change's before and after come from one run.
 (c) ``bundle``: ``wrangler deploy --dry-run`` (tests/miniflare's pinned wrangler, offline) on a
     copy of the project whose ``python_modules/`` holds the Worker's dependency closure, with and
     without wrangler.toml's ``[python_modules] exclude``; the biggest packages of each. The closure
@@ -498,7 +501,10 @@ def run() -> dict[str, Any]:
         try:
             runs = _Runs(Path(upload["outdir"]), work, harness, site, figures["runs"], apply_migrations)
             figures["binding_round_trip_ms"] = asyncio.run(_round_trip(harness))
-            for key, measure in (("import", _import_figures), ("first_response", _response_figures)):
+            measures = [("import", _import_figures), ("first_response", _response_figures)]
+            if os.environ.get("BENCH_WORKER_BASE"):
+                measures.append(("first_response_vs_base", _versus_base))
+            for key, measure in measures:
                 try:
                     figures[key] = measure(runs)
                 except RuntimeError as error:
@@ -558,6 +564,45 @@ def _response_figures(runs: _Runs) -> dict[str, Any]:
             figures["packages_first_loaded_by_harness"] = last.get("modules_first_loaded_by_harness")
             figures["refused_attempts"] = last["refused_attempts"]
     return figures
+
+
+def base_upload(outdir: Path, revision: str, target: Path) -> Path:
+    """A copy of the upload in ``outdir`` whose package and ``entry.py`` are those of ``revision``
+    (the dependencies stay: a base with other dependencies needs its own ``build_upload``)."""
+    import io
+    import tarfile
+
+    from scripts.build_worker import build
+
+    archive = subprocess.run(
+        ["git", "archive", revision, "src/vid2context", "worker/entry.py"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
+    tree = target.with_name(target.name + "-tree")
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tree, filter="data")
+    shutil.copytree(outdir, target)
+    build(target / "vid2context", tree / "src" / "vid2context")
+    shutil.copyfile(tree / "worker" / "entry.py", target / "entry.py")
+    return target
+
+
+def _versus_base(runs: _Runs) -> dict[str, Any]:
+    """The first responses of this upload and of ``BENCH_WORKER_BASE``'s, run alternately."""
+    revision = os.environ["BENCH_WORKER_BASE"]
+    base = base_upload(runs.outdir, revision, runs.work / "base")
+    refuse = refused_modules(exclude_globs())
+    specs = {
+        "ours": runs.spec(SERVE_STEPS, refuse=refuse),
+        "base": {**runs.spec(SERVE_STEPS, refuse=refuse), "paths": driver_spec(base, steps=[])["paths"]},
+    }
+    reports: dict[str, list[dict[str, Any]]] = {"ours": [], "base": []}
+    for _ in range(runs.count):
+        for side, spec in specs.items():
+            reports[side].append(runs.one(spec)[0])
+    return {"base": revision, **{side: _step_figures(found) for side, found in reports.items()}}
 
 
 def _bundle_figures(work: Path, upload: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,8 @@ from pathlib import Path
 from xml.sax.saxutils import escape as xml_escape
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from vid2context.errors import ErrorCode, VidError
 from vid2context.models import CaptionTrack, Segment
@@ -370,3 +372,90 @@ def test_json3_fast_path_agrees_with_the_lenient_reading(events: list[dict[str, 
     document = json.dumps({"events": events})
     assert parse_json3(document) == _parse_json3_leniently(json.loads(document), "test")
     assert parse_json3(document)
+
+
+# --- the one-pass decode against the two-step one --------------------------------------------------
+
+# Pieces a caption body is made of: words and spaces, every token of the one-pass decode and
+# YouTube's formatting tags in each spelling; then, rarer, what must send a file the two-step way
+# (a lone "&", a reference of either layer outside the table, a tag written otherwise, "&lt;" as
+# text) or be refused.
+_COMMON = ["a", "Zq", " ", "🎉", ";", "#", "lt;", "amp;", *captions._BOTH_LAYERS]
+_COMMON += ["&lt;i&gt;", "&lt;/i&gt;", "&lt;I>", "&lt;b/&gt;", "&lt;/font&gt;"]
+_COMMON += ["&lt;font color=&quot;#E5E5E5&quot;&gt;", '&lt;font color="#fff" size="2"&gt;']
+_RARE = ["  ", "\n", "\xa0", "&lt;font\ncolor=&quot;x&quot;&gt;", "&lt;div&gt;", "&lt;", "&amp;", "&"]
+_RARE += [
+    "&amp;nbsp;",
+    "&amp;#233;",
+    "&#38;",
+    "&#38;lt;",
+    "&#x26;",
+    "&#233;",
+    "&#X27;",
+    "&#0;",
+    "&amp",
+    "&am",
+]
+_PIECES = [*_COMMON, *_RARE]
+_BODIES = st.one_of(  # half of them with nothing rare, so the one-pass decode runs on its own
+    st.lists(st.sampled_from(_COMMON), max_size=12).map("".join),
+    st.lists(st.sampled_from(_COMMON) | st.sampled_from(_RARE), max_size=12).map("".join),
+)
+_FUZZ = settings(max_examples=400, derandomize=True, deadline=None)
+
+
+def _two_step(raw: str) -> str | type[Exception]:
+    try:
+        return captions._html_text(captions._xml_unescape(raw))
+    except captions._NotXml:
+        return captions._NotXml
+
+
+def _one_pass(raw: str) -> str | type[Exception]:
+    try:
+        return captions._xml_then_html(raw)
+    except captions._NotXml:
+        return captions._NotXml
+
+
+@_FUZZ
+@given(st.lists(_BODIES, min_size=1, max_size=4).map("\x00".join))
+@example("&am&lt;i&gt;p;amp;")  # a tag out must not join "&am" and "p;" into a reference
+@example("&amp;&lt;i&gt;lt; &#39&lt;b&gt;;")
+@example("&#3&lt;b&gt;9; it&lt;/i&gt; &amp;l&lt;i&gt;t; &amp;am&lt;/b&gt;p;")
+def test_one_pass_decode_is_the_two_step_decode(raw: str) -> None:
+    """Both layers in one split give what the XML decode, the tag removal and the HTML decode
+    give one after the other, down to refusing the same bodies."""
+    assert _one_pass(raw) == _two_step(raw)
+
+
+@_FUZZ
+@given(st.lists(st.tuples(st.sampled_from(["0", "1.5", "2.25", "3.125"]), _BODIES), max_size=5))
+def test_fast_path_agrees_with_the_xml_parser_on_any_body(cues: list[tuple[str, str]]) -> None:
+    """Whole documents, classic and srv3 (a word element around every body): the fast path
+    either steps aside or gives what ElementTree gives, and a file both refuse is refused."""
+    from vid2context.providers.captions import _parse_fast, _parse_tree
+
+    classic = _classic([(start, "1", body) for start, body in cues])
+    srv3 = "<timedtext><body>" + "".join(
+        f'<p t="{n}000" d="900"><s t="0" ac="0">{body}</s></p>' for n, (_, body) in enumerate(cues)
+    )
+    for document in (classic, srv3 + "</body></timedtext>"):
+        fast = _parse_fast(document)
+        if fast is None:
+            continue
+        assert fast == _parse_tree(document, "test")
+
+
+def test_whitespace_but_space_is_what_str_split_splits_on() -> None:
+    every = [chr(code) for code in range(0x110000) if chr(code).isspace() and code != 0x20]
+    assert list(captions._WHITESPACE_BUT_SPACE) == every
+    assert "".join(every).split() == []
+
+
+def test_the_one_pass_table_is_what_the_regex_finds() -> None:
+    """Every token of the table is one match of the regex, whole, and nothing else is."""
+    for token in captions._BOTH_LAYERS:
+        assert captions._BOTH_LAYERS_TOKEN.fullmatch(token), token
+    found = {m.group(0) for m in captions._BOTH_LAYERS_TOKEN.finditer("".join(_PIECES))}
+    assert found <= set(captions._BOTH_LAYERS)

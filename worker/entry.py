@@ -13,9 +13,12 @@ already loaded. The ``mcp`` package itself is not among them: importing it draws
 which Workers forbid while the snapshot is taken (``opentelemetry.context``, which the SDK's
 tracing imports, names its context keys with ``uuid4()``; with ``click`` installed, as it is not in
 the upload, ``uvicorn`` would load ``multiprocessing`` and its ``os.urandom`` key too), so the app
-loads it on the first MCP message only. Its dependencies that draw nothing are imported here (``SNAPSHOT_MCP_DEPS``): the
-protocol models of ``mcp_types`` (pydantic, built at import: most of the SDK's import time) and
-Starlette, which the SDK's HTTP app is made of. (pydantic_core's Rust hash seed, the one draw they
+loads it on the first MCP message only, and ``initialize`` does not even need it (``mcp/lean.py``
+answers it with the SDK's exact bytes). Its dependencies that draw nothing are imported here
+(``SNAPSHOT_MCP_DEPS``): the protocol models of ``mcp_types`` and its per-version models
+(``mcp_types.methods``; pydantic, built at import: most of the SDK's import time), with which
+the lean ``initialize`` is answered and validated, and Starlette, which the SDK's HTTP app is
+made of. (pydantic_core's Rust hash seed, the one draw they
 make, is a case workerd's snapshot lets through and seeds before it.) ``tests/test_worker_snapshot.py`` imports this module
 with every entropy source refused, as the snapshot does, and checks that the SDK stays out.
 ``scripts/build_worker.py`` (wrangler.toml's build step) puts the package beside this file.
@@ -29,7 +32,9 @@ from urllib.parse import unquote, urlsplit
 # The MCP SDK's dependencies that draw no entropy at import: in the snapshot, so the first MCP
 # message imports only the ``mcp`` package (see the module docstring).
 import mcp_types  # noqa: F401
+import mcp_types.methods  # noqa: F401  (the per-version models: most of mcp_types' import)
 import starlette.applications  # noqa: F401
+import starlette.responses  # noqa: F401
 import starlette.routing  # noqa: F401
 from workers import WorkerEntrypoint, asgi
 
@@ -40,7 +45,13 @@ from vid2context.api import create_app
 from vid2context.runtime import build_worker_runtime
 from vid2context.site import SiteApp, is_app_path
 
-SNAPSHOT_MCP_DEPS = ("mcp_types", "starlette.applications", "starlette.routing")
+SNAPSHOT_MCP_DEPS = (
+    "mcp_types",
+    "mcp_types.methods",
+    "starlette.applications",
+    "starlette.responses",
+    "starlette.routing",
+)
 """The MCP SDK's dependencies imported above (the benchmark and the snapshot test read this)."""
 
 _api: Any = None

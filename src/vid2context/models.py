@@ -162,7 +162,10 @@ class VideoMetadata(Base):
     chapters: list[Chapter] = []
 
 
-class Segment(Base, omit_defaults=True):
+# gc=False: a segment holds numbers and strings only, so it can never be part of a reference cycle,
+# and a transcript is thousands of them, which the collector then need not track (a tenth of what
+# parsing a caption file costs, bench/bench_formats.py).
+class Segment(Base, omit_defaults=True, gc=False):
     start_sec: float
     end_sec: float
     text: str

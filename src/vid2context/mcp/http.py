@@ -26,6 +26,9 @@ DNS-rebinding check off (the checks above replace it, and also work behind a pub
 The SDK is imported, and its session manager started, on the first MCP message inside the Litestar
 lifespan (REST requests and discovery never load it); the lifespan is counted, so the Worker, which
 runs the ASGI lifespan around every request, gets one manager per burst of requests, never two.
+``initialize`` and ``notifications/initialized`` do not need it: ``lean.py`` gives the SDK's own
+answer to them without it, so a client's handshake with a cold Worker isolate does not wait for
+the SDK's import.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from ..errors import ErrorCode, VidError
 from ..held import Held
 from ..runtime import Runtime
 from .identity import PROTOCOL_VERSIONS, SERVER_NAME
+from .lean import MAX_LEAN_BODY, lean_answer
 from .owner import RUN_OWNER, digest
 
 if TYPE_CHECKING:
@@ -319,6 +323,18 @@ class McpHttp:
                 )
                 await send_error(send, error, headers=cors)
                 return
+        raw_cors = [(k.lower().encode(), v.encode()) for k, v in cors]
+
+        async def send_with_cors(message: Any) -> None:
+            if raw_cors and message["type"] == "http.response.start":
+                message = {**message, "headers": [*(message.get("headers") or ()), *raw_cors]}
+            await send(message)
+
+        if self._users > 0:
+            replay = await self._answer_lean(scope, receive, send_with_cors)
+            if replay is None:
+                return
+            receive = replay
         app = await self._sdk_app()
         if app is None:
             await send_error(
@@ -332,13 +348,6 @@ class McpHttp:
             )
             return
         inner = {**scope, "path": "/", "raw_path": b"/"}
-        raw_cors = [(k.lower().encode(), v.encode()) for k, v in cors]
-
-        async def send_with_cors(message: Any) -> None:
-            if raw_cors and message["type"] == "http.response.start":
-                message = {**message, "headers": [*(message.get("headers") or ()), *raw_cors]}
-            await send(message)
-
         token = METER.set(meter)  # the tools' Ctx count against the account (hosted mode)
         if owner is None:  # a static token or an account key: its header, which never changes
             owner = (header(scope, b"authorization") or b"").decode("latin-1")
@@ -348,6 +357,33 @@ class McpHttp:
         finally:
             RUN_OWNER.reset(owned)
             METER.reset(token)
+
+    async def _answer_lean(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """Answer ``initialize`` as the SDK would, without it (``lean.py``), and return ``None``;
+        otherwise a ``receive`` that gives the SDK again what was read of the request."""
+        read: list[Any] = []
+        size = 0
+        more = True
+        while more and size <= MAX_LEAN_BODY:
+            message = await receive()
+            read.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            more = bool(message.get("more_body", False))
+        if not more and size <= MAX_LEAN_BODY:
+            body = b"".join(message.get("body", b"") for message in read if message["type"] == "http.request")
+            answer = lean_answer(list(scope.get("headers") or ()), body)
+            if answer is not None:
+                status, headers, content = answer
+                await send({"type": "http.response.start", "status": status, "headers": headers})
+                await send({"type": "http.response.body", "body": content})
+                return None
+
+        async def replay() -> Any:
+            return read.pop(0) if read else await receive()
+
+        return replay
 
     # -- checks -------------------------------------------------------------------------------------
 

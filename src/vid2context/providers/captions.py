@@ -41,7 +41,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 from xml.etree import ElementTree
 
 import msgspec
@@ -76,8 +76,14 @@ _SRV3_CUE = re.compile(
 )
 _OVER_THREE_DECIMALS = re.compile(r"\.[0-9]{4}")
 _EXACT_MS = 2.0**53 / 4  # a start plus a duration still an exact integer
-_decode_times = msgspec.json.Decoder(list[float]).decode
-_CLOSED_ROOT = re.compile(r"</(?:transcript|timedtext)>\s*$")
+# A time too large to be exact fails the decode (a ValidationError, which is a DecodeError).
+_decode_times = msgspec.json.Decoder(list[Annotated[float, msgspec.Meta(le=_EXACT_MS)]]).decode
+_ROOT_ENDS = ("</transcript>", "</timedtext>")  # a document cut short goes the strict way
+# What str.split() and str.isspace() call whitespace, the space aside (tests check the list).
+_WHITESPACE_BUT_SPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 # Cue texts are cleaned in one batch joined by NUL, which a caption file cannot contain (XML
 # forbids it; the fast path refuses documents that have one); no pattern below crosses it.
 _SEP = "\x00"
@@ -115,6 +121,20 @@ _HTML_ENTITIES = (*_XML_ENTITIES[:6], ("&amp;", "&"))
 # A reference, or an "&" that starts none (listed alone, so no table has it).
 _REFERENCE = re.compile(r"&(?:#[0-9]+;|#[xX][0-9a-fA-F]+;|[A-Za-z][A-Za-z0-9]*;)?")
 _TABLE_KEYS = {table: frozenset(entity for entity, _ in table) for table in (_XML_ENTITIES, _HTML_ENTITIES)}
+# Both layers in one pass, for files whose references are all common ones. Each token below is a
+# reference of either layer (``&amp;lt;`` is the XML ``&amp;`` then the HTML ``&lt;``) and ends at
+# its first ";", as a reference does, so where one matches, that is the reference there: when
+# there are as many tokens as "&", every "&" starts one of them.
+_BOTH_LAYERS_TOKEN = re.compile(
+    r"(&(?:amp;(?:amp|lt|gt|quot|apos|#39|#x27|#10);|gt;|quot;|apos;|#39;|#x27;|#34;|#x22;|#10;))"
+)
+# YouTube's formatting tags as they stand in the XML (``&lt;font color=&quot;#E5E5E5&quot;&gt;``,
+# ``&lt;i>``): each decodes to a tag ``_FORMATTING_TAG`` removes whole. Stricter than that
+# pattern (one space before an attribute, quoted values with no "&"): a tag written any other
+# way leaves its ``&lt;``, and the file takes the two-step decode.
+_ESCAPED_FORMATTING = re.compile(
+    r"""&lt;/?(?i:b|i|u|font)(?: [A-Za-z]+=(?:&quot;[^&<>"\x00]*&quot;|"[^&<>"\x00]*"))*/?(?:&gt;|>)"""
+)
 
 
 class _NotXml(ValueError):
@@ -176,6 +196,48 @@ def _html_text(markup: str) -> str:
     return _html_unescape(markup)
 
 
+def _both_layers_table() -> dict[str, str]:
+    """What the two decodes make of each token of ``_BOTH_LAYERS_TOKEN``."""
+    xml_layer = ("&gt;", "&quot;", "&apos;", "&#39;", "&#x27;", "&#34;", "&#x22;", "&#10;")
+    html_layer = ("&lt;", "&gt;", "&quot;", "&apos;", "&#39;", "&#x27;", "&#10;", "&amp;")
+    tokens = (*xml_layer, *("&amp;" + entity[1:] for entity in html_layer))
+    return {token: _html_text(_xml_unescape(token)) for token in tokens}
+
+
+_BOTH_LAYERS = _both_layers_table()
+_LONGEST_TOKEN = max(map(len, _BOTH_LAYERS))
+
+
+def _drop_formatting(match: re.Match[str]) -> str:
+    """A formatting tag out, unless what precedes it may be the start of an XML reference (an
+    "&" with no ";" after it, near enough to end in a token): the XML decode comes before the
+    tags go, so removing it could join the two sides into a reference the file does not have.
+    Kept, its ``&lt;`` sends the file the two-step way, which says whether it is XML at all."""
+    start = match.start()
+    before = match.string[max(0, start - _LONGEST_TOKEN) : start]
+    amp = before.rfind("&")
+    return match.group(0) if amp >= 0 and ";" not in before[amp:] else ""
+
+
+def _xml_then_html(raw: str) -> str:
+    """The text of raw XML character data with no element tags left: the XML decode, YouTube's
+    formatting tags out, the HTML decode; raises ``_NotXml`` as ``_xml_unescape`` does.
+
+    Exactly ``_html_text(_xml_unescape(raw))``, which takes two scans for references and a
+    ``str.replace`` per kind per layer; when every reference is a common one, one regex split
+    finds them all and one dict lookup each decodes both layers at once.
+    """
+    if "&" not in raw:
+        return raw  # no reference, and with no "<" no markup: nothing to decode in either layer
+    text = _ESCAPED_FORMATTING.sub(_drop_formatting, raw) if "&lt;" in raw else raw
+    if "&lt;" not in text:
+        parts = _BOTH_LAYERS_TOKEN.split(text)
+        if len(parts) // 2 == text.count("&"):
+            parts[1::2] = list(map(_BOTH_LAYERS.__getitem__, parts[1::2]))
+            return "".join(parts)
+    return _html_text(_xml_unescape(raw))
+
+
 def _bad(source: str, why: str) -> VidError:
     return VidError(
         ErrorCode.UPSTREAM,
@@ -211,13 +273,14 @@ def _clean_many(raws: list[str], *, layer: str) -> list[str]:
                 joined = _XML_TAG.sub("", joined)
             if "<" in joined:
                 raise _NotXml("a < that starts no tag")
-        joined = _xml_unescape(joined)
-    if layer != "plain":
+        joined = _xml_then_html(joined)
+    elif layer == "html":
         joined = _html_text(joined)
-    if "  " not in joined and joined.replace(_SEP, "").isprintable():
-        # No whitespace but single spaces (str.isprintable is False for every other kind), so
-        # nothing to collapse: only the spaces beside the separators and at the ends go.
-        return joined.replace(" " + _SEP, _SEP).replace(_SEP + " ", _SEP).strip(" ").split(_SEP)
+    if "  " not in joined and not any(char in joined for char in _WHITESPACE_BUT_SPACE):
+        # No whitespace but single spaces, so nothing to collapse: only the spaces at the ends
+        # of each cue go. One search per character is memchr, and none for a character wider
+        # than the string's widest.
+        return list(map(str.strip, joined.split(_SEP)))
     # str.split() collapses every run of whitespace in C; NUL is not whitespace, so the
     # separators survive, each with at most a space on either side for strip() to take.
     joined = " ".join(joined.split())
@@ -248,50 +311,52 @@ def _number(value: Any, default: float = 0.0) -> float:
         return default
 
 
-class _Json3Seg(msgspec.Struct):
+# gc=False: these hold only numbers, strings and lists of each other, never a cycle, so the
+# collector need not track the thousands a file decodes to (a quarter of the decode's time).
+class _Json3Seg(msgspec.Struct, gc=False):
     utf8: str = ""
 
 
-class _Json3Event(msgspec.Struct):
+class _Json3Event(msgspec.Struct, gc=False):
     tStartMs: float = math.nan  # YouTube's field names
     dDurationMs: float = 0.0
     segs: list[_Json3Seg] | None = None
 
 
-class _Json3(msgspec.Struct):
+class _Json3(msgspec.Struct, gc=False):
     events: list[_Json3Event]
 
 
 _decode_json3 = msgspec.json.Decoder(_Json3).decode
 
+# A time the comprehension below reads exactly: whole milliseconds, never negative, and a start
+# plus a duration still an exact integer. Anything else fails the typed decode and takes the
+# general reading, which clamps it as it always has.
+_Millis = Annotated[int, msgspec.Meta(ge=0, le=int(_EXACT_MS) // 2)]
 
-class _Json3EventMs(msgspec.Struct):
+
+class _Json3EventMs(msgspec.Struct, gc=False):
     """An event as YouTube writes it: whole milliseconds, and a start always there."""
 
-    tStartMs: int
-    dDurationMs: int = 0
+    tStartMs: _Millis
+    dDurationMs: _Millis = 0
     segs: list[_Json3Seg] | None = None
 
 
-class _Json3Ms(msgspec.Struct):
+class _Json3Ms(msgspec.Struct, gc=False):
     events: list[_Json3EventMs]
 
 
 _decode_json3_ms = msgspec.json.Decoder(_Json3Ms).decode
 
 
-def _json3_in_ms(events: list[_Json3EventMs]) -> list[Segment] | None:
-    """Segments from whole-millisecond events with one comprehension, or ``None`` when a time is
-    negative or too large to be exact (``_segments`` then clamps them as it always has).
+def _json3_in_ms(events: list[_Json3EventMs]) -> list[Segment]:
+    """Segments from whole-millisecond events with one comprehension.
 
     ``t / 1000`` and ``(t + d) / 1000`` are exactly what rounding the sums in seconds to three
     decimals gives, so no ``round`` per cue; the texts are cleaned in one batch.
     """
     cues = [event for event in events if event.segs is not None]
-    starts = [event.tStartMs for event in cues]
-    durations = [event.dDurationMs for event in cues]
-    if starts and (min(starts) < 0 or min(durations) < 0 or max(starts) + max(durations) > _EXACT_MS):
-        return None
     raws = [
         segs[0].utf8 if len(segs) == 1 else "".join([seg.utf8 for seg in segs])
         for segs in [event.segs for event in cues]
@@ -300,8 +365,8 @@ def _json3_in_ms(events: list[_Json3EventMs]) -> list[Segment] | None:
     if _SEP in "".join(raws):
         raws = [raw.replace(_SEP, "") for raw in raws]
     return [
-        Segment(start_sec=start / 1000, end_sec=(start + duration) / 1000, text=text)
-        for start, duration, text in zip(starts, durations, _clean_many(raws, layer="plain"), strict=True)
+        Segment(start_sec=cue.tStartMs / 1000, end_sec=(cue.tStartMs + cue.dDurationMs) / 1000, text=text)
+        for cue, text in zip(cues, _clean_many(raws, layer="plain"), strict=True)
         if text
     ]
 
@@ -316,13 +381,11 @@ def parse_json3(data: str | bytes | Mapping[str, Any], *, source: str = "the vid
         if len(data) > MAX_CAPTION_CHARS:
             raise _bad(source, "the file is too large")
         try:
-            segments = _json3_in_ms(_decode_json3_ms(data).events)
-        except msgspec.ValidationError:  # a time in fractions of a millisecond, or none at all
-            segments = None
+            return _json3_in_ms(_decode_json3_ms(data).events)
+        except msgspec.ValidationError:  # a time in fractions of a millisecond, negative, or none
+            pass
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             raise _bad(source, "it is not valid JSON") from exc
-        if segments is not None:
-            return segments
         try:
             events = _decode_json3(data).events
         except msgspec.ValidationError:
@@ -365,7 +428,7 @@ def parse_timedtext_xml(text: str | bytes, *, source: str = "the video") -> list
         text = text.decode("utf-8", errors="replace")
     if len(text) > MAX_CAPTION_CHARS:
         raise _bad(source, "the file is too large")
-    if _HOSTILE.search(text):
+    if "!" in text and _HOSTILE.search(text):  # both need a "!", and a search for one is memchr
         raise _bad(source, "it declares a DOCTYPE or entities, which a caption file never needs")
     fast = _parse_fast(text)
     return fast if fast is not None else _parse_tree(text, source)
@@ -373,31 +436,43 @@ def parse_timedtext_xml(text: str | bytes, *, source: str = "the video") -> list
 
 def _parse_fast(text: str) -> list[Segment] | None:
     """The common shapes by regex; ``None`` when the document is anything else."""
-    if _SEP in text or not _CLOSED_ROOT.search(text):
+    if _SEP in text or not text.rstrip().endswith(_ROOT_ENDS):
+        return None
+    if "!" in text and "<!" in text:  # a comment or CDATA: the strict path
         return None
     if "<text " in text:
-        pattern, tag, scale = _CLASSIC_CUE, "<text ", 1.0
+        pattern, tag, seconds = _CLASSIC_CUE, "<text ", True
     elif "<p " in text:
-        pattern, tag, scale = _SRV3_CUE, "<p ", 1000.0
+        pattern, tag, seconds = _SRV3_CUE, "<p ", False
     else:
         return None
-    matches = pattern.findall(text)
-    if len(matches) != text.count(tag) or "<![CDATA[" in text or "<!--" in text:
+    # One split: what lies between cues, then each cue's start, duration and body (``None``
+    # where the file has none), four by four.
+    parts = pattern.split(text)
+    starts, durations, bodies = parts[1::4], parts[2::4], parts[3::4]
+    # Every cue the regex missed is in what lies between: a classic body has no "<", so that
+    # is where one would be; an srv3 body may hold anything, so count them all.
+    if (tag in "".join(parts[::4])) if seconds else (text.count(tag) != len(starts)):
         return None
+    if None in bodies:
+        bodies = [body or "" for body in bodies]
+    if None in durations:
+        durations = [duration or "0" for duration in durations]
     try:
-        texts = _clean_many([body for _, _, body in matches], layer="xml")
+        texts = _clean_many(bodies, layer="xml")
     except _NotXml:
         return None  # the strict path says what is wrong with it
-    segments = _segments_in_ms(matches, texts, seconds=scale == 1.0)
+    segments = _segments_in_ms(starts, durations, texts, seconds=seconds)
     if segments is not None:
         return segments
+    scale = 1.0 if seconds else 1000.0
     segments = []
     append = segments.append
     try:  # numbers JSON does not read the same way (".5", "1.2.3", "1.2345"): one at a time
-        for (start, duration, _), cue in zip(matches, texts, strict=True):
+        for start, duration, cue in zip(starts, durations, texts, strict=True):
             if cue:  # self-closed and blank cues have no text
                 begin = float(start) / scale
-                end = begin + (float(duration) / scale if duration else 0.0)
+                end = begin + float(duration) / scale
                 append(Segment(start_sec=round(begin, 3), end_sec=round(end, 3), text=cue))
     except ValueError:  # "1.2.3" matches [0-9.]+ but is no number
         return None
@@ -405,7 +480,7 @@ def _parse_fast(text: str) -> list[Segment] | None:
 
 
 def _segments_in_ms(
-    matches: list[tuple[str, str, str]], texts: list[str], *, seconds: bool
+    starts: list[str], durations: list[str], texts: list[str], *, seconds: bool
 ) -> list[Segment] | None:
     """Segments with every time read by one msgspec decode, or ``None`` to read them one by one.
 
@@ -415,18 +490,15 @@ def _segments_in_ms(
     three decimals gives, so the one comprehension left does no rounding. Any number JSON would
     read differently, or a time too large to be exact, sends the caller the slow way.
     """
-    starts = [start for start, _, _ in matches]
-    durations = [duration or "0" for _, duration, _ in matches]
-    numbers = ",".join(starts) + "," + ",".join(durations)
+    comma = "e3," if seconds else ","
+    numbers = comma.join(starts) + comma + comma.join(durations)
     if seconds:
         if _OVER_THREE_DECIMALS.search(numbers):
             return None
-        numbers = numbers.replace(",", "e3,") + "e3"
+        numbers += "e3"
     try:
         values = _decode_times(f"[{numbers}]")
-    except msgspec.DecodeError:
-        return None
-    if values and max(values) > _EXACT_MS:
+    except msgspec.DecodeError:  # not JSON's numbers, or one too large to be exact
         return None
     count = len(starts)
     return [

@@ -11,6 +11,7 @@ from mcp.server.mcpserver import Context
 from ...errors import ErrorCode, VidError
 from ...models import Attempt, VideoContext
 from ...pipeline import MODES
+from ..costs import about, with_costs
 from ..params import MAX_BUDGET, MIN_BUDGET
 from ..results import Reply
 from ..runs import Run
@@ -144,22 +145,6 @@ def describe_paging(fn: Callable[..., Any], size: int, whole: str, *, by_max_tok
     else:
         note = f"This server does not page: without maxTokens {whole} comes in one result."
     fn.__doc__ = (fn.__doc__ or "").replace("{paging}", note)
-
-
-def about(tokens: int) -> str:
-    """A stated cost as a description writes it: ``14k``, ``1.2k``, ``270``."""
-    if tokens >= 10_000:
-        return f"{round(tokens / 1000)}k"
-    if tokens >= 1000:
-        return f"{tokens / 1000:.1f}k".replace(".0k", "k")
-    return str(tokens)
-
-
-def with_costs(text: str, figures: dict[str, int]) -> str:
-    """``text`` with each measured figure where it names it (``{per_hour}``)."""
-    for name, tokens in figures.items():
-        text = text.replace("{" + name + "}", about(tokens))
-    return text
 
 
 def describe_costs(fn: Callable[..., Any], figures: dict[str, int]) -> None:

@@ -43,6 +43,7 @@ from ...models import Base
 from ...pipeline import get_context
 from ...search.query import MAX_QUERY_CHARS
 from ...timecode import format_timestamp
+from ..costs import RESEARCH_COSTS
 from ..paging import next_cursor, page_size
 from ..params import Url, int_range
 from ..reading import Reading
@@ -53,16 +54,6 @@ from ..toolkit import ContractTool, Deps, define
 from .common import describe_costs, long_call, notes
 
 __all__ = ["RESEARCH_COSTS", "OverviewFacts", "render_moments", "render_overview", "render_research", "tools"]
-
-RESEARCH_COSTS: dict[str, int] = {
-    "research_base": 150,
-    "research_per_excerpt": 250,
-    "moments_base": 80,
-    "moments_per_moment": 40,
-    "brief": BRIEF_TOKENS,
-}
-"""What results cost, measured by ``tests/test_research_mcp.py`` (an excerpt with the default 30 s
-of context each side, a key moment with its why and link)."""
 
 ResearchUrls = Annotated[
     list[str],

@@ -21,6 +21,7 @@ from ...search.engine import DEFAULT_LIMIT, MAX_LIMIT, MODES, SearchRequest, sea
 from ...search.query import MAX_QUERY_CHARS
 from ...search.render import render_hits, status_line
 from ...timecode import parse_time
+from ..costs import SEARCH_COSTS
 from ..params import From, OptionalCollection, To, int_range
 from ..results import Reply, TextReply, Untrusted
 from ..runs import Run
@@ -28,10 +29,6 @@ from ..toolkit import ContractTool, Deps, define
 from .common import describe_costs, long_call
 
 __all__ = ["SEARCH_COSTS", "tools"]
-
-SEARCH_COSTS: dict[str, int] = {"search_base": 100, "search_per_hit": 50}
-"""What a result costs: the fence and the status line, and each hit (title, range, link, snippet),
-measured on the labelled talks (``tests/retrieval_set.py``) by ``tests/test_search_mcp.py``: 156 tokens for one hit, 627 for ten."""
 
 Query = Annotated[
     str,

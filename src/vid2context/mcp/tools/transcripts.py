@@ -21,6 +21,7 @@ from ...models import VideoContext
 from ...outline import Costs, Outline, Section, get_section, outline
 from ...pipeline import get_context, get_metadata
 from ...runtime import Runtime
+from ..costs import STATED_COSTS
 from ..paging import page_size, parse_cursor
 from ..params import Chapter, Cursor, Format, From, Language, MaxTokens, Mode, Timestamps, To, Translate, Url
 from ..reading import Reading
@@ -39,22 +40,6 @@ from .common import (
 )
 
 __all__ = ["STATED_COSTS", "reading_costs", "tools"]
-
-STATED_COSTS: dict[str, int] = {
-    "per_hour": 14_000,
-    "per_hour_plain": 12_000,
-    "outline_base": 200,
-    "outline_per_chapter": 40,
-    "section_per_5min": 1_200,
-    "section_base": 100,
-    "metadata": 650,
-    "formats": 270,
-    "per_track": 20,
-    "per_target": 10,
-}
-"""The token costs the descriptions state, measured on the recorded fixtures and the generated
-talks (``tests/talks.py``, speech at 150 words a minute): ``tests/test_mcp_costs.py`` measures
-them again, so a description cannot drift from what the tools return."""
 
 
 def _formatter(format_id: str, *, single: bool) -> Formatter:
