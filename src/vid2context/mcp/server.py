@@ -18,7 +18,7 @@ from mcp_types import Resource as MCPResource
 from .. import __version__
 from ..errors import ErrorCode, VidError, on_surface
 from ..runtime import Runtime
-from . import prompts, resources
+from . import completions, logging_level, prompts, resources
 from .identity import SERVER_NAME
 from .results import ErrorReply
 from .runs import WAIT_S, Runs
@@ -148,4 +148,6 @@ def create_mcp(runtime: Runtime, *, wait_s: float = WAIT_S, job_wait_s: float | 
             root.removeHandler(placeholder)
     prompts.register(server, deps)
     resources.register(server, deps)
+    completions.register(server, runtime)
+    logging_level.register(server)
     return server
