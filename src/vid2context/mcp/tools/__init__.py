@@ -7,6 +7,7 @@ from . import (
     answers,
     ask,
     catalog,
+    choose,
     collections,
     exports,
     jobs,
@@ -33,6 +34,7 @@ MODULES = (
     research,
     answers,
     skips,
+    choose,
 )
 
 
