@@ -12,6 +12,7 @@ TOOLS = {
     "get_outline",
     "get_section",
     "list_caption_languages",
+    "choose_caption_track",
     "list_items",
     "get_comments",
     "export_context_pack",

@@ -28,6 +28,7 @@ import pytest
 import uvicorn
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import ResourceTemplateReference
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 
 from vid2context.api import create_app
@@ -203,6 +204,20 @@ async def test_the_sdk_client_uses_every_kind_of_primitive(server: str, mode: st
         assert "vid2context://video/youtube%3AGJLlxj_dtq8" in listed
         read = await client.read_resource("vid2context://video/youtube%3AGJLlxj_dtq8")
         assert json.loads(read.contents[0].text)["metadata"]["durationSec"] == 316
+
+
+@pytest.mark.anyio
+async def test_over_http_a_track_choice_is_the_list_and_completions_answer(server: str) -> None:
+    """Stateless HTTP cannot ask the user back in the middle of a call: the tracks come as a list."""
+    async with _client(server, mode="legacy") as client:
+        result = await client.call_tool("choose_caption_track", {"url": "GJLlxj_dtq8"})
+        body = json.loads(result.content[0].text)
+        assert body["asked"] is False and "get_transcript" in body["next"]
+        assert {"en", "de"} <= {track["language"] for track in body["tracks"]}
+        await client.call_tool("get_outline", {"url": "GJLlxj_dtq8"})  # read, so saved
+        template = ResourceTemplateReference(type="ref/resource", uri="vid2context://video/{id}")
+        offered = await client.complete(template, {"name": "id", "value": "youtube:GJ"})
+        assert offered.completion.values == ["youtube:GJLlxj_dtq8"]
 
 
 @pytest.mark.anyio

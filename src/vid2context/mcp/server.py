@@ -17,7 +17,7 @@ from mcp_types import Resource as MCPResource
 
 from ..errors import ErrorCode, VidError, on_surface
 from ..runtime import Runtime
-from . import prompts, resources
+from . import completions, logging_level, prompts, resources
 from .identity import INSTRUCTIONS, SERVER_INFO, SERVER_NAME
 from .results import ErrorReply
 from .runs import Runs
@@ -103,4 +103,6 @@ def create_mcp(
             root.removeHandler(placeholder)
     prompts.register(server, deps)
     resources.register(server, deps)
+    completions.register(server, runtime)
+    logging_level.register(server)
     return server

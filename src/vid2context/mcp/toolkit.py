@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from ..errors import ErrorCode, VidError
 from ..runtime import Runtime
+from .logging_level import log_step
 from .owner import RUN_OWNER
 from .results import ErrorReply, Reply
 from .runs import CALL, Runs
@@ -157,7 +158,8 @@ def progress_sender(ctx: Context) -> Notify:
     """A function that sends ``notifications/progress`` for this call (a no-op without a token).
 
     Progress must grow with every notification: counts of videos go out as ``done``/``total``,
-    other steps as a running number with no total.
+    other steps as a running number with no total. Each step also goes out as an ``info`` log
+    message to a client that asked for that level (``logging_level.py``).
     """
     sent = -1.0
 
@@ -176,5 +178,6 @@ def progress_sender(ctx: Context) -> Notify:
             await ctx.report_progress(value, out_of, message or stage)
         except ValueError:  # no request context (a direct call): nobody to tell
             return
+        await log_step(ctx, message or stage)  # the same step as a log, for clients that show logs
 
     return notify

@@ -7,6 +7,7 @@ from . import (
     answers,
     ask,
     catalog,
+    choose,
     collections,
     duplicates,
     exports,
@@ -35,6 +36,7 @@ MODULES = (
     answers,
     skips,
     duplicates,
+    choose,
 )
 
 
