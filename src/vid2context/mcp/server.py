@@ -18,7 +18,7 @@ from mcp_types import Resource as MCPResource
 from .. import __version__
 from ..errors import ErrorCode, VidError, on_surface
 from ..runtime import Runtime
-from . import completions, logging_level, prompts, resources
+from . import completions, logging_level, prompts, resources, updates
 from .identity import SERVER_NAME
 from .results import ErrorReply
 from .runs import WAIT_S, Runs
@@ -78,6 +78,8 @@ class VidServer(MCPServer):
     def __init__(self, deps: Deps, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.deps = deps
+        self.subscriptions: updates.Subscriptions | None = None
+        """Who subscribed to which collection (``updates.py``), set by ``create_mcp``."""
 
     async def list_resources(self) -> list[MCPResource]:
         return [
@@ -150,4 +152,5 @@ def create_mcp(runtime: Runtime, *, wait_s: float = WAIT_S, job_wait_s: float | 
     resources.register(server, deps)
     completions.register(server, runtime)
     logging_level.register(server)
+    server.subscriptions = updates.register(server, runtime)
     return server
