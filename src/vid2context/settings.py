@@ -241,6 +241,15 @@ SETTINGS: tuple[Setting, ...] = (
         "loopback (behind a tunnel or proxy).",
     ),
     Setting(
+        "VID2CONTEXT_MCP_SESSIONS",
+        "mcp_sessions",
+        "bool",
+        False,
+        "Session mode for /mcp on the local server (Mcp-Session-Id): sampling, elicitation and resource "
+        "subscriptions over HTTP, each session bound to the credential that opened it. The Worker ignores "
+        "it and stays stateless.",
+    ),
+    Setting(
         "VID2CONTEXT_OAUTH",
         "oauth",
         "bool",
@@ -694,6 +703,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     mcp_rate_limit: int = 120
     mcp_max_tokens: int = 20_000
     mcp_allowed_hosts: str | None = None
+    mcp_sessions: bool = False
     oauth: bool = True
     public_origin: str | None = None
     file_roots: str | None = None

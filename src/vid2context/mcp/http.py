@@ -1,4 +1,4 @@
-"""The MCP server over Streamable HTTP at ``/mcp``, stateless, inside the Litestar app.
+"""The MCP server over Streamable HTTP at ``/mcp``, inside the Litestar app: stateless, or with sessions.
 
 ``mcp_http(runtime)`` gives the route handlers and the lifespan ``create_app`` adds. A request to
 ``/mcp`` passes these checks, in order, before the SDK sees it; each refusal is answered here with
@@ -26,11 +26,22 @@ DNS-rebinding check off (the checks above replace it, and also work behind a pub
 The SDK is imported, and its session manager started, on the first MCP message inside the Litestar
 lifespan (REST requests and discovery never load it); the lifespan is counted, so the Worker, which
 runs the ASGI lifespan around every request, gets one manager per burst of requests, never two.
+
+**Session mode** (``VID2CONTEXT_MCP_SESSIONS=1``, the local server only: the Worker has no process
+that outlives a request, so it ignores the setting and stays stateless) uses the SDK's own session
+manager instead, with SSE responses: ``initialize`` answers an ``Mcp-Session-Id``, ``GET /mcp``
+opens the session's stream for notifications (``resources/updated``, ``updates.py``), ``DELETE``
+ends it, and the server can ask the client in the middle of a call (sampling, elicitation). A
+session is bound to the caller that opened it (``owner_of``: the credential's digest, or an OAuth
+grant's family, which lives through every refresh of its access token); another caller gets 404,
+as for a session that does not exist. Sessions end after 30 idle minutes (the SDK's default).
+Protocol 2026-07-28 has no sessions: its requests are served per request either way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import ipaddress
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -60,7 +71,7 @@ if TYPE_CHECKING:
     from ..auth.server import OAuthServer
     from .server import VidServer
 
-__all__ = ["CARD_MEDIA_TYPE", "McpHttp", "mcp_http"]
+__all__ = ["CARD_MEDIA_TYPE", "McpHttp", "mcp_http", "owner_of"]
 
 CARD_MEDIA_TYPE = "application/mcp-server-card+json"
 CARD_SCHEMA = "https://static.modelcontextprotocol.io/schemas/v2/server-card.schema.json"
@@ -74,6 +85,16 @@ _ALLOW_HEADERS = frozenset({"authorization", "content-type", "accept", "last-eve
 _EXPOSE = b"Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, Retry-After, X-Request-Id"
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 _encode = msgspec.json.Encoder().encode
+_NO_SESSION = VidError(
+    ErrorCode.NOT_FOUND,
+    "There is no such MCP session: it ended, or it was opened with another credential.",
+    hint="Start a new session: send initialize without an Mcp-Session-Id header.",
+)
+
+
+def owner_of(identity: str) -> str:
+    """What a session is bound to: a digest, so no credential is kept with it."""
+    return hashlib.sha256(identity.encode("utf-8", "replace")).hexdigest()[:32]
 
 
 def _is_loopback(host: str) -> bool:
@@ -149,6 +170,8 @@ class McpHttp:
             if rate > 0
             else None
         )
+        self.sessions = settings.mcp_sessions and runtime.name != "worker"
+        """Session mode (``VID2CONTEXT_MCP_SESSIONS``); never on the Worker."""
         self._app: Any = None
         self._manager: Held | None = None
         """The SDK's session manager, held open by a task of its own (``held.py``)."""
@@ -176,8 +199,8 @@ class McpHttp:
             self.server = create_mcp(self.runtime)
         return self.server.streamable_http_app(
             streamable_http_path="/",
-            stateless_http=True,
-            json_response=True,
+            stateless_http=not self.sessions,
+            json_response=not self.sessions,  # a session's calls stream, so the server can ask mid-call
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
 
@@ -275,22 +298,33 @@ class McpHttp:
                 head=head,
             )
             return
-        if method != "POST":
-            error = VidError(
-                ErrorCode.BAD_REQUEST,
-                f"{method} is not allowed on /mcp: this server is stateless.",
-                hint="Send MCP messages with POST /mcp; there is no GET stream and no session to delete.",
+        if method != "POST" and not (self.sessions and method in ("GET", "DELETE")):
+            error = (
+                VidError(
+                    ErrorCode.BAD_REQUEST,
+                    f"{method} is not allowed on /mcp.",
+                    hint="Send MCP messages with POST /mcp, open a session's stream with GET and end it "
+                    "with DELETE.",
+                )
+                if self.sessions
+                else VidError(
+                    ErrorCode.BAD_REQUEST,
+                    f"{method} is not allowed on /mcp: this server is stateless.",
+                    hint="Send MCP messages with POST /mcp; there is no GET stream and no session to delete.",
+                )
             )
-            await send_error(send, error, status=405, headers=[("Allow", "POST, OPTIONS"), *cors], head=head)
+            allow = "GET, POST, DELETE, OPTIONS" if self.sessions else "POST, OPTIONS"
+            await send_error(send, error, status=405, headers=[("Allow", allow), *cors], head=head)
             return
         key_name = None
         meter = None
+        owner: str | None = None
         if self.auth is not None:
             identified = await self._identify(scope)
             if identified is None:
                 await self._unauthorized(scope, send, cors)
                 return
-            key_name, account_id = identified
+            key_name, account_id, owner = identified
             if self.auth.hosted is not None and account_id is not None:
                 address = client_ip(
                     scope, worker=self.runtime.name == "worker", trust_proxy=self.runtime.settings.trust_proxy
@@ -330,9 +364,21 @@ class McpHttp:
             )
             return
         inner = {**scope, "path": "/", "raw_path": b"/"}
+        if self.sessions and owner is not None:
+            inner["user"] = _session_user(owner)
         raw_cors = [(k.lower().encode(), v.encode()) for k, v in cors]
 
+        missing = False  # the SDK answered 404 for a session: answered with our error body instead
+
         async def send_with_cors(message: Any) -> None:
+            nonlocal missing
+            if self.sessions and message["type"] == "http.response.start" and message["status"] == 404:
+                missing = True
+                return
+            if missing:
+                if message["type"] == "http.response.body" and not message.get("more_body"):
+                    await send_error(send, _NO_SESSION, headers=cors, head=head)
+                return
             if raw_cors and message["type"] == "http.response.start":
                 message = {**message, "headers": [*(message.get("headers") or ()), *raw_cors]}
             await send(message)
@@ -345,16 +391,17 @@ class McpHttp:
 
     # -- checks -------------------------------------------------------------------------------------
 
-    async def _identify(self, scope: Scope) -> tuple[str, str | None] | None:
-        """Who the bearer token names, and the hosted-mode account it counts against: a static
-        token's name (no account), an account key's ``acct:<id>``, ``oauth:<client_id>`` for a live
-        OAuth access token issued for this server's ``/mcp`` (its account: the grant's subject, in
-        hosted mode), or ``None``."""
+    async def _identify(self, scope: Scope) -> tuple[str, str | None, str] | None:
+        """Who the bearer token names, the hosted-mode account it counts against and the owner of
+        the sessions it opens: a static token's name (no account), an account key's
+        ``acct:<id>``, ``oauth:<client_id>`` for a live OAuth access token issued for this
+        server's ``/mcp`` (its account: the grant's subject, in hosted mode), or ``None``."""
         assert self.auth is not None
         authorization = header(scope, b"authorization")
         key = await self.auth.caller(scope, cookies=False)
         if key is not None:
-            return key.name, None if isinstance(key, ApiKey) else key.account.id
+            owner = owner_of("header:" + (authorization or b"").decode("latin-1"))
+            return key.name, None if isinstance(key, ApiKey) else key.account.id, owner
         token = bearer_token(authorization)
         if self.oauth is None or token is None:
             return None
@@ -362,7 +409,8 @@ class McpHttp:
         if grant is None:
             return None
         hosted = self.auth.hosted is not None and grant.subject.startswith("acct_")
-        return "oauth:" + grant.client_id, grant.subject if hosted else None
+        owner = owner_of(f"oauth:{grant.client_id}:{grant.family}")  # the same through every refresh
+        return "oauth:" + grant.client_id, grant.subject if hosted else None, owner
 
     async def _unauthorized(self, scope: Scope, send: Send, cors: list[tuple[str, str]]) -> None:
         presented = header(scope, b"authorization") is not None
@@ -506,6 +554,15 @@ class McpHttp:
         headers += [(k.lower().encode(), v.encode()) for k, v in _DISCOVERY_HEADERS.items()]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": b"" if method == "HEAD" else content})
+
+
+def _session_user(owner: str) -> Any:
+    """The caller as the SDK's session manager compares it: a session opened by one owner answers
+    404 to any other."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    return AuthenticatedUser(AccessToken(token="", client_id=owner, scopes=[]))
 
 
 @dataclass
