@@ -160,3 +160,42 @@ def test_the_worker_ignores_session_mode() -> None:
     assert McpHttp(runtime).sessions is True
     assert McpHttp(dataclasses.replace(runtime, name="worker")).sessions is False
     assert McpHttp(build_runtime(load_settings({}))).sessions is False
+
+
+@pytest.mark.anyio
+async def test_a_listen_stream_needs_no_session(server: str) -> None:
+    """Protocol 2026-07-28 has no sessions: its ``subscriptions/listen`` stream is told all the same."""
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKENS[1]}"}, timeout=60)
+    async with Client(streamable_http_client(server + "/mcp", http_client=http), mode="2026-07-28") as client:
+        created = await client.call_tool("create_collection", {"name": "Listened"})
+        cid = created.structured_content["collection"]["id"]
+        uri = f"vid2context://collection/{cid}/latest"
+        async with client.listen(resource_subscriptions=[uri]) as subscription:
+            added = await client.call_tool("add_to_collection", {"collection": cid, "urls": ["GJLlxj_dtq8"]})
+            assert [v["id"] for v in added.structured_content["summary"]["added"]] == ["youtube:GJLlxj_dtq8"]
+            with anyio.fail_after(WAIT_S):
+                event = await anext(aiter(subscription))
+        assert getattr(event, "uri", None) == uri
+
+
+@pytest.mark.anyio
+async def test_through_a_session_the_clients_model_answers(server: str) -> None:
+    """Sampling travels mid-call through the session: ``ask`` is answered by the client's model."""
+    asked: list[Any] = []
+
+    async def sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.append(params)
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="The battery is covered in the review [1]."),
+            model="client-model-9",
+            stop_reason="endTurn",
+        )
+
+    async with _client(server, sampling_callback=sample) as client:
+        await client.call_tool("get_outline", {"url": "GJLlxj_dtq8"})  # read, so saved and searchable
+        result = await client.call_tool("ask", {"question": "battery life", "urls": ["GJLlxj_dtq8"]})
+    text = "\n".join(block.text for block in result.content)
+    assert not result.is_error, text
+    assert len(asked) == 1 and asked[0].messages[-1].content.text == "battery life"
+    assert "client-model-9" in text
