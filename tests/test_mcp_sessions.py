@@ -101,8 +101,16 @@ async def test_a_subscriber_is_told_on_the_session_stream(server: str) -> None:
             updated.append(str(message.params.uri))
             arrived.set()
 
-    async with _client(server, message_handler=on_message) as client:
+    logged: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        logged.append(params)
+
+    async with _client(server, message_handler=on_message, logging_callback=on_log) as client:
         assert client.server_capabilities.resources.subscribe is True
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # logging/setLevel too is 2025-era
+            await client.set_logging_level("info")  # one request; the level lasts for the session
         created = await client.call_tool("create_collection", {"name": "Session list"})
         cid = created.structured_content["collection"]["id"]
         uri = f"vid2context://collection/{cid}/latest"
@@ -114,6 +122,7 @@ async def test_a_subscriber_is_told_on_the_session_stream(server: str) -> None:
         with anyio.fail_after(WAIT_S):
             await arrived.wait()
         assert updated == [uri]
+        assert logged and {entry.level for entry in logged} == {"info"}  # the steps, at the session's level
         latest = json.loads((await client.read_resource(uri)).contents[0].text)
         assert len(latest["videos"]) == 12
 
