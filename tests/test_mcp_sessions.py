@@ -28,6 +28,7 @@ from vid2context.runtime import build_runtime
 from vid2context.settings import load_settings
 
 from .test_mcp_http import INIT, MCP_HEADERS, _local_server
+from .test_mcp_subscriptions import Updates
 from .youtube_replay import PLAYLIST_ID, ReplayServer
 
 pytestmark = pytest.mark.slow
@@ -93,20 +94,13 @@ async def test_through_a_session_the_user_is_asked_mid_call(server: str) -> None
 
 @pytest.mark.anyio
 async def test_a_subscriber_is_told_on_the_session_stream(server: str) -> None:
-    updated: list[str] = []
-    arrived = anyio.Event()
-
-    async def on_message(message: Any) -> None:
-        if isinstance(message, types.ResourceUpdatedNotification):
-            updated.append(str(message.params.uri))
-            arrived.set()
-
+    updates = Updates()
     logged: list[Any] = []
 
     async def on_log(params: Any) -> None:
         logged.append(params)
 
-    async with _client(server, message_handler=on_message, logging_callback=on_log) as client:
+    async with _client(server, message_handler=updates, logging_callback=on_log) as client:
         assert client.server_capabilities.resources.subscribe is True
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # logging/setLevel too is 2025-era
@@ -120,8 +114,8 @@ async def test_a_subscriber_is_told_on_the_session_stream(server: str) -> None:
         added = await client.call_tool("add_to_collection", {"collection": cid, "urls": [PLAYLIST]})
         assert len(added.structured_content["summary"]["added"]) == 12
         with anyio.fail_after(WAIT_S):
-            await arrived.wait()
-        assert updated == [uri]
+            await updates.arrived.wait()
+        assert updates.uris == [uri]
         assert logged and {entry.level for entry in logged} == {"info"}  # the steps, at the session's level
         latest = json.loads((await client.read_resource(uri)).contents[0].text)
         assert len(latest["videos"]) == 12

@@ -37,6 +37,20 @@ def replay() -> Iterator[ReplayServer]:
         yield server
 
 
+class Updates:
+    """A client's ``message_handler`` that keeps the URIs of ``notifications/resources/updated``;
+    ``arrived`` is set at each one (replace it before waiting for the next)."""
+
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+        self.arrived = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.uris.append(str(message.params.uri))
+            self.arrived.set()
+
+
 def _client(tmp_path: Path, replay: ReplayServer, **kwargs: Any) -> Client:
     roots = tmp_path / "work"
     roots.mkdir(exist_ok=True)
@@ -52,15 +66,9 @@ def _json(result: Any) -> Any:
 async def test_a_subscribed_collection_is_updated_when_its_refresh_adds_videos(
     tmp_path: Path, replay: ReplayServer
 ) -> None:
-    updated: list[str] = []
-    arrived = anyio.Event()
-
-    async def on_message(message: Any) -> None:
-        if isinstance(message, types.ResourceUpdatedNotification):
-            updated.append(str(message.params.uri))
-            arrived.set()
-
-    async with _client(tmp_path, replay, mode="legacy", message_handler=on_message) as client:
+    updates = Updates()
+    updated = updates.uris
+    async with _client(tmp_path, replay, mode="legacy", message_handler=updates) as client:
         assert client.server_capabilities.resources.subscribe is True
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the SDK marks resources/subscribe as 2025-era
@@ -75,7 +83,7 @@ async def test_a_subscribed_collection_is_updated_when_its_refresh_adds_videos(
         )
         assert len(created["summary"]["added"]) == 12  # the refresh that follows the playlist
         with anyio.fail_after(WAIT_S):
-            await arrived.wait()
+            await updates.arrived.wait()
         assert updated == ["vid2context://collection/Followed/latest"]
 
         cid = created["collection"]["id"]
@@ -88,7 +96,7 @@ async def test_a_subscribed_collection_is_updated_when_its_refresh_adds_videos(
         assert {video["id"] for video in body["videos"]} == {v["id"] for v in created["summary"]["added"]}
 
         # A second subscription, by id; once unsubscribed by name, only the id is told.
-        arrived = anyio.Event()
+        updates.arrived = anyio.Event()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             await client.subscribe_resource(f"vid2context://collection/{cid}/latest")
@@ -99,7 +107,7 @@ async def test_a_subscribed_collection_is_updated_when_its_refresh_adds_videos(
         )
         assert [v["id"] for v in more["summary"]["added"]] == ["youtube:GJLlxj_dtq8"]
         with anyio.fail_after(WAIT_S):
-            await arrived.wait()
+            await updates.arrived.wait()
         assert updated == [f"vid2context://collection/{cid}/latest"]
         newest = json.loads(
             (await client.read_resource(f"vid2context://collection/{cid}/latest")).contents[0].text
