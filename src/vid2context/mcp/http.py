@@ -8,7 +8,8 @@ the HTTP API's error body::
     Host not loopback or allowed     403 forbidden   (only when the server is bound to loopback)
     Origin not allowed               403 forbidden   (VID2CONTEXT_CORS_ORIGINS, or the same origin)
     OPTIONS preflight                204 with CORS headers for an allowed origin
-    GET or DELETE                    405             (stateless: no SSE stream, no session to end)
+    GET or DELETE                    405             (stateless: no SSE stream, no session to end;
+                                                      in session mode they reach the SDK)
     no or wrong bearer token         401 + WWW-Authenticate: Bearer (with resource_metadata and
                                      scope="mcp" when OAuth is on)
     over the rate limit              429 + Retry-After (a bucket per token, or per address when open)
