@@ -27,6 +27,7 @@ The new items are written once, at the end, in input order, so ``added`` and the
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -72,6 +73,8 @@ from .models import (
 )
 from .runtime import Runtime
 from .storage.base import summarize
+
+log = logging.getLogger("vid2context.library")
 
 __all__ = [
     "CollectionSummary",
@@ -471,6 +474,8 @@ async def _ingest(
         (c.input, r.id) for c, r in zip(now_batch, results, strict=True) if isinstance(r, VideoSummary)
     ]
     await save_memberships(runtime, collection.id, saved_now, [(c.input, c.ref.id) for c in later])
+    if added:
+        await _announce(runtime, collection.id, added)
     return RefreshSummary(
         collection_id=collection.id,
         added=added,
@@ -479,6 +484,16 @@ async def _ingest(
         remaining=len(later),
         checked_at=checked_at,
     )
+
+
+async def _announce(runtime: Runtime, collection_id: str, added: list[VideoSummary]) -> None:
+    """Tell ``runtime.on_added`` what joined the collection; a listener that fails is logged and
+    never fails the ingest, whose videos are saved already."""
+    for listener in list(runtime.on_added):
+        try:
+            await listener(collection_id, added)
+        except Exception:
+            log.exception("a listener for videos added to %s failed", collection_id)
 
 
 async def add_to_collection(

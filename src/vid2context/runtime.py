@@ -127,6 +127,10 @@ class Runtime:
     webhooks: Webhooks | None = None
     """Where events are sent (``integrations/webhooks.py``): in the library's database, sent
     through the egress rules of the platform; built by each builder."""
+    on_added: list[Callable[[str, list[Any]], Awaitable[None]]] = field(default_factory=list)
+    """Called with a collection's id and the ``VideoSummary`` list each time videos join it in
+    this process (a refresh, a watch list's included, or an add): how the MCP server tells its
+    subscribers (``mcp/updates.py``). Nothing crosses processes or isolates this way."""
     egress: Closeable | None = None
     """Public mode's guard on the local runtime (``egress.Egress``: the filtering proxy that yt-dlp
     and ffmpeg fetch through), closed with the runtime; ``None`` elsewhere. The Worker has none:

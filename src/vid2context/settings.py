@@ -267,6 +267,15 @@ SETTINGS: tuple[Setting, ...] = (
         "loopback (behind a tunnel or proxy).",
     ),
     Setting(
+        "VID2CONTEXT_MCP_SESSIONS",
+        "mcp_sessions",
+        "bool",
+        False,
+        "Session mode for /mcp on the local server (Mcp-Session-Id): sampling, elicitation and resource "
+        "subscriptions over HTTP, each session bound to the credential that opened it. The Worker ignores "
+        "it and stays stateless.",
+    ),
+    Setting(
         "VID2CONTEXT_OAUTH",
         "oauth",
         "bool",
@@ -723,6 +732,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     mcp_max_tokens: int = 20_000
     mcp_wait_s: int = 45
     mcp_allowed_hosts: str | None = None
+    mcp_sessions: bool = False
     oauth: bool = True
     public_origin: str | None = None
     file_roots: str | None = None

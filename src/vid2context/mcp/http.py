@@ -1,4 +1,4 @@
-"""The MCP server over Streamable HTTP at ``/mcp``, stateless, inside the Litestar app.
+"""The MCP server over Streamable HTTP at ``/mcp``, inside the Litestar app: stateless, or with sessions.
 
 ``mcp_http(runtime)`` gives the route handlers and the lifespan ``create_app`` adds. A request to
 ``/mcp`` passes these checks, in order, before the SDK sees it; each refusal is answered here with
@@ -8,7 +8,8 @@ the HTTP API's error body::
     Host not loopback or allowed     403 forbidden   (only when the server is bound to loopback)
     Origin not allowed               403 forbidden   (VID2CONTEXT_CORS_ORIGINS, or the same origin)
     OPTIONS preflight                204 with CORS headers for an allowed origin
-    GET or DELETE                    405             (stateless: no SSE stream, no session to end)
+    GET or DELETE                    405             (stateless: no SSE stream, no session to end;
+                                                      in session mode they reach the SDK)
     no or wrong bearer token         401 + WWW-Authenticate: Bearer (with resource_metadata and
                                      scope="mcp" when OAuth is on)
     over the rate limit              429 + Retry-After (a bucket per token, or per address when open)
@@ -29,6 +30,16 @@ runs the ASGI lifespan around every request, gets one manager per burst of reque
 ``initialize`` and ``notifications/initialized`` do not need it: ``lean.py`` gives the SDK's own
 answer to them without it, so a client's handshake with a cold Worker isolate does not wait for
 the SDK's import.
+
+**Session mode** (``VID2CONTEXT_MCP_SESSIONS=1``, the local server only: the Worker has no process
+that outlives a request, so it ignores the setting and stays stateless) uses the SDK's own session
+manager instead, with SSE responses: ``initialize`` answers an ``Mcp-Session-Id``, ``GET /mcp``
+opens the session's stream for notifications (``resources/updated``, ``updates.py``), ``DELETE``
+ends it, and the server can ask the client in the middle of a call (sampling, elicitation). A
+session is bound to the caller that opened it (``owner.py``'s digest of the credential, or of an OAuth
+grant's family, which lives through every refresh of its access token); another caller gets 404,
+as for a session that does not exist. Sessions end after 30 idle minutes (the SDK's default).
+Protocol 2026-07-28 has no sessions: its requests are served per request either way.
 """
 
 from __future__ import annotations
@@ -79,6 +90,11 @@ _ALLOW_HEADERS = frozenset({"authorization", "content-type", "accept", "last-eve
 _EXPOSE = b"Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, Retry-After, X-Request-Id"
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 _encode = msgspec.json.Encoder().encode
+_NO_SESSION = VidError(
+    ErrorCode.NOT_FOUND,
+    "There is no such MCP session: it ended, or it was opened with another credential.",
+    hint="Start a new session: send initialize without an Mcp-Session-Id header.",
+)
 
 
 def _is_loopback(host: str) -> bool:
@@ -154,6 +170,8 @@ class McpHttp:
             if rate > 0
             else None
         )
+        self.sessions = settings.mcp_sessions and runtime.name != "worker"
+        """Session mode (``VID2CONTEXT_MCP_SESSIONS``); never on the Worker."""
         self._app: Any = None
         self._manager: Held | None = None
         """The SDK's session manager, held open by a task of its own (``held.py``)."""
@@ -181,8 +199,8 @@ class McpHttp:
             self.server = create_mcp(self.runtime)
         return self.server.streamable_http_app(
             streamable_http_path="/",
-            stateless_http=True,
-            json_response=True,
+            stateless_http=not self.sessions,
+            json_response=not self.sessions,  # a session's calls stream, so the server can ask mid-call
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
 
@@ -280,17 +298,27 @@ class McpHttp:
                 head=head,
             )
             return
-        if method != "POST":
-            error = VidError(
-                ErrorCode.BAD_REQUEST,
-                f"{method} is not allowed on /mcp: this server is stateless.",
-                hint="Send MCP messages with POST /mcp; there is no GET stream and no session to delete.",
+        if method != "POST" and not (self.sessions and method in ("GET", "DELETE")):
+            error = (
+                VidError(
+                    ErrorCode.BAD_REQUEST,
+                    f"{method} is not allowed on /mcp.",
+                    hint="Send MCP messages with POST /mcp, open a session's stream with GET and end it "
+                    "with DELETE.",
+                )
+                if self.sessions
+                else VidError(
+                    ErrorCode.BAD_REQUEST,
+                    f"{method} is not allowed on /mcp: this server is stateless.",
+                    hint="Send MCP messages with POST /mcp; there is no GET stream and no session to delete.",
+                )
             )
-            await send_error(send, error, status=405, headers=[("Allow", "POST, OPTIONS"), *cors], head=head)
+            allow = "GET, POST, DELETE, OPTIONS" if self.sessions else "POST, OPTIONS"
+            await send_error(send, error, status=405, headers=[("Allow", allow), *cors], head=head)
             return
         key_name = None
         meter = None
-        owner = None
+        owner: str | None = None
         if self.auth is not None:
             identified = await self._identify(scope)
             if identified is None:
@@ -325,12 +353,22 @@ class McpHttp:
                 return
         raw_cors = [(k.lower().encode(), v.encode()) for k, v in cors]
 
+        missing = False  # the SDK answered 404 for a session: answered with our error body instead
+
         async def send_with_cors(message: Any) -> None:
+            nonlocal missing
+            if self.sessions and message["type"] == "http.response.start" and message["status"] == 404:
+                missing = True
+                return
+            if missing:
+                if message["type"] == "http.response.body" and not message.get("more_body"):
+                    await send_error(send, _NO_SESSION, headers=cors, head=head)
+                return
             if raw_cors and message["type"] == "http.response.start":
                 message = {**message, "headers": [*(message.get("headers") or ()), *raw_cors]}
             await send(message)
 
-        if self._users > 0:
+        if self._users > 0 and not self.sessions:  # a session's initialize must reach the SDK
             replay = await self._answer_lean(scope, receive, send_with_cors)
             if replay is None:
                 return
@@ -352,6 +390,8 @@ class McpHttp:
         if owner is None:  # a static token or an account key: its header, which never changes
             owner = (header(scope, b"authorization") or b"").decode("latin-1")
         owned = RUN_OWNER.set(digest(owner))  # whose long runs these are (owner.py)
+        if self.sessions and self.auth is not None:  # a session answers only the caller that opened it
+            inner["user"] = _session_user(digest(owner))
         try:
             await app(inner, receive, send_with_cors)
         finally:
@@ -549,6 +589,15 @@ class McpHttp:
         headers += [(k.lower().encode(), v.encode()) for k, v in _DISCOVERY_HEADERS.items()]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": b"" if method == "HEAD" else content})
+
+
+def _session_user(owner: str) -> Any:
+    """The caller as the SDK's session manager compares it: a session opened by one owner answers
+    404 to any other."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    return AuthenticatedUser(AccessToken(token="", client_id=owner, scopes=[]))
 
 
 @dataclass

@@ -25,12 +25,15 @@ SERVER_INFO = {
 """Who the server says it is in ``initialize`` (``MCPServer``'s keyword arguments, and the SDK's
 ``Implementation`` fields, by the same names)."""
 CAPABILITIES = {
+    "completions": {},
+    "logging": {},
     "prompts": {"listChanged": False},
-    "resources": {"listChanged": False, "subscribe": False},
+    "resources": {"listChanged": False, "subscribe": True},
     "tools": {"listChanged": False},
 }
-"""What the SDK advertises for this server's tools, prompts and resources: ``lean.py`` answers
-``initialize`` with it, and a test compares that answer with the SDK's."""
+"""What the SDK advertises for this server (tools, prompts, resources with subscriptions,
+completions, logging for handshake versions): ``lean.py`` answers ``initialize`` with it, and a
+test compares that answer with the SDK's, so a capability added to the server must be added here."""
 
 INSTRUCTIONS = """vid2context turns videos (YouTube and other pages, local files on the local server) into
 context with [m:ss] citations and timestamp links.

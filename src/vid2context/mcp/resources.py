@@ -3,7 +3,8 @@
 ``vid2context://video/{id}`` is the saved ``VideoContext`` as JSON (``id`` is the ref id,
 URL-encoded: ``youtube%3AjNQXAC9IVRw``), ``.../transcript`` the header and the ``[m:ss]`` text
 transcript (fenced, as tool results are), and ``vid2context://collection/{id}`` a collection with
-its videos' token counts. Resources only read the library: an id that is not saved is a
+its videos' token counts; ``.../latest`` its newest videos, the last added first, which
+``updates.py`` lets a client subscribe to. Resources only read the library: an id that is not saved is a
 ``not-found`` error whose message is the contract's error JSON.
 """
 
@@ -20,13 +21,16 @@ from ..errors import ErrorCode, VidError
 from ..formats import RenderOptions, get_formatter, render_view
 from ..formats.blocks import transcript_tokens
 from ..models import Base, Origin
+from ..runtime import Runtime
 from .fences import fence
 from .results import error_payload, json_text
 from .toolkit import Deps
 
-__all__ = ["CollectionResource", "register", "video_uri"]
+__all__ = ["LATEST", "CollectionResource", "LatestResource", "latest_of", "register", "video_uri"]
 
 MAX_LISTED = 500
+LATEST = 20
+"""How many videos ``vid2context://collection/{id}/latest`` holds."""
 
 
 class CollectionVideo(Base, kw_only=True):
@@ -47,6 +51,50 @@ class CollectionResource(Base, kw_only=True):
     total_tokens: int
     missing: list[str]
     """Inputs of the collection that are not in the library: pending, or saved ones deleted since."""
+
+
+class LatestVideo(Base, kw_only=True):
+    id: str
+    title: str
+    url: str | None = None
+    channel: str | None = None
+    published_at: str | None = None
+    added_at: str = ""
+    """When it joined the collection."""
+    tokens: int = 0
+
+
+class LatestResource(Base, kw_only=True):
+    collection: CollectionSummary
+    videos: list[LatestVideo]
+    """The newest saved videos of the collection, the last added first."""
+    older: int
+    """How many saved videos are older than these (read them in vid2context://collection/{id})."""
+
+
+async def latest_of(runtime: Runtime, collection_id: str, count: int = LATEST) -> LatestResource:
+    """The collection's ``count`` newest saved videos, by the time they joined it."""
+    collection = await library.get_collection(runtime, collection_id)
+    items = [item for item in await runtime.storage.list_items(collection.id) if item.state == "saved"]
+    items.sort(key=lambda item: item.added_at, reverse=True)
+    newest = items[:count]
+    summaries = (
+        {s.id: s for s in await runtime.storage.get_summaries([i.video_id for i in newest])} if newest else {}
+    )
+    videos = [
+        LatestVideo(
+            id=item.video_id,
+            title=summary.title,
+            url=summary.url,
+            channel=summary.channel,
+            published_at=summary.published_at,
+            added_at=item.added_at,
+            tokens=summary.tokens,
+        )
+        for item in newest
+        if (summary := summaries.get(item.video_id)) is not None
+    ]
+    return LatestResource(collection=collection, videos=videos, older=len(items) - len(newest))
 
 
 def video_uri(video_id: str) -> str:
@@ -133,6 +181,21 @@ def register(server: MCPServer, deps: Deps) -> None:
             total_tokens=sum(v.tokens for v in videos),
             missing=missing,
         )
+        return json_text(body) + "\n"
+
+    @server.resource(
+        "vid2context://collection/{id}/latest",
+        name="collection_latest",
+        title="Collection's newest videos",
+        description=f"The {LATEST} videos that joined a collection last, newest first; subscribable "
+        "(resources/subscribe): updated when a refresh or an add brings new videos in this server.",
+        mime_type="application/json",
+    )
+    async def collection_latest(id: str) -> str:
+        try:
+            body = await latest_of(runtime, id)
+        except VidError as error:
+            raise _failure(error) from None
         return json_text(body) + "\n"
 
 

@@ -2,9 +2,10 @@
 
 ``caller_model(ctx)`` answers an ``answers.llm.sampling.SamplingLlm`` that sends
 ``sampling/createMessage`` on this call's channel when the client declared sampling and the
-channel can carry a request from the server mid-call (protocol 2025-11-25 and older, over stdio or
-in process); otherwise a disabled one that says why. The remote ``/mcp`` is stateless and answers
-each request with one JSON body, so it never can. Tools put it on their per-call ``Ctx``
+channel can carry a request from the server mid-call (protocol 2025-11-25 and older, over stdio, in
+process, or in a session of the local ``/mcp``, ``http.py``); otherwise a disabled one that says
+why. The stateless ``/mcp`` (the Worker's, or the local one without sessions) answers each request
+with one JSON body, so it never can. Tools put it on their per-call ``Ctx``
 (``with_caller_model``), where ``plan_llm`` finds it.
 """
 

@@ -17,7 +17,7 @@ from mcp_types import Resource as MCPResource
 
 from ..errors import ErrorCode, VidError, on_surface
 from ..runtime import Runtime
-from . import completions, logging_level, prompts, resources
+from . import completions, logging_level, prompts, resources, updates
 from .identity import INSTRUCTIONS, SERVER_INFO, SERVER_NAME
 from .results import ErrorReply
 from .runs import Runs
@@ -33,6 +33,8 @@ class VidServer(MCPServer):
     def __init__(self, deps: Deps, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.deps = deps
+        self.subscriptions: updates.Subscriptions | None = None
+        """Who subscribed to which collection (``updates.py``), set by ``create_mcp``."""
 
     async def list_resources(self) -> list[MCPResource]:
         return [
@@ -105,4 +107,5 @@ def create_mcp(
     resources.register(server, deps)
     completions.register(server, runtime)
     logging_level.register(server)
+    server.subscriptions = updates.register(server, runtime)
     return server

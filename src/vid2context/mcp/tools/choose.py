@@ -26,7 +26,7 @@ from ..paging import page_size
 from ..params import Url
 from ..reading import Reading
 from ..results import JsonReply, Reply
-from ..toolkit import ContractTool, Deps, define, over_http
+from ..toolkit import ContractTool, Deps, define
 from .common import notes
 
 __all__ = ["TrackChoices", "tools"]
@@ -71,13 +71,15 @@ def _call_ctx(runtime: Runtime) -> Ctx:
 
 
 def _can_elicit(ctx: Context) -> bool:
-    if over_http(ctx):
-        return False
+    """Whether the client declared elicitation and this call's channel can carry the question:
+    stdio and an HTTP session can, stateless HTTP (one JSON answer per request) cannot."""
     try:
-        capabilities = ctx.request_context.session.client_capabilities
+        session = ctx.request_context.session
+        capabilities = session.client_capabilities
+        reachable = session.can_send_request
     except (ValueError, LookupError, AttributeError):
         return False
-    return capabilities is not None and capabilities.elicitation is not None
+    return reachable and capabilities is not None and capabilities.elicitation is not None
 
 
 def tools(deps: Deps) -> list[ContractTool]:
