@@ -19,6 +19,7 @@ from .. import __version__
 from ..errors import ErrorCode, VidError, on_surface
 from ..runtime import Runtime
 from . import completions, logging_level, prompts, resources
+from .apps import apps_extension
 from .identity import SERVER_NAME
 from .results import ErrorReply
 from .runs import WAIT_S, Runs
@@ -73,14 +74,16 @@ INSTRUCTIONS = with_costs(with_costs(with_costs(INSTRUCTIONS, STATED_COSTS), SEA
 
 
 class VidServer(MCPServer):
-    """``MCPServer`` whose resource list is read from the library at each ``resources/list``."""
+    """``MCPServer`` whose resource list is read from the library at each ``resources/list``,
+    after the server's own fixed resources (the viewer page)."""
 
     def __init__(self, deps: Deps, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.deps = deps
 
     async def list_resources(self) -> list[MCPResource]:
-        return [
+        fixed = await super().list_resources()
+        return fixed + [
             MCPResource(uri=uri, name=name, description=description, mime_type=mime)
             for uri, name, description, mime in await resources.listed_resources(self.deps)
         ]
@@ -142,6 +145,7 @@ def create_mcp(runtime: Runtime, *, wait_s: float = WAIT_S, job_wait_s: float | 
             tools=tools,
             log_level="WARNING",
             middleware=[_mcp_surface, _unknown_tools(frozenset(tool.name for tool in tools))],
+            extensions=[apps_extension()],
         )
     finally:
         if placeholder is not None:

@@ -17,6 +17,7 @@ from . import (
     search,
     skips,
     transcripts,
+    viewer,
 )
 
 __all__ = ["all_tools"]
@@ -35,6 +36,7 @@ MODULES = (
     answers,
     skips,
     choose,
+    viewer,
 )
 
 
