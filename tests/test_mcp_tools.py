@@ -59,6 +59,7 @@ STRUCTURED = {
     "get_collection",
     "get_video_context",
     "get_skip_segments",
+    "open_transcript_viewer",
 }
 WRITES = {"create_collection", "add_to_collection", "export_obsidian", "export_notion"}
 SINGLE_FORMATS = [f.id for f in FORMATTERS.values() if not f.combines_videos]
