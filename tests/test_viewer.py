@@ -23,8 +23,8 @@ from vid2context.runtime import Runtime
 from vid2context.ui import VIEWER_URI, viewer_html
 from vid2context.ui.assets import ASSETS
 
-from .runtimes import Runtimes
-from .test_mcp_tools import LONG, PLAIN, long_context
+from .runtimes import ON_WORKER_TOO, Runtimes
+from .test_mcp_tools import LONG, PLAIN, VIDEO, long_context
 from .youtube_replay import httpx_callback
 
 pytestmark = [pytest.mark.anyio, pytest.mark.httpx_mock(assert_all_responses_were_requested=False)]
@@ -135,6 +135,17 @@ async def test_the_result_holds_the_whole_transcript_and_its_text_is_get_transcr
     (text,) = [block.text for block in result.content]
     assert _unfenced(text) == _unfenced(page.content[0].text)
     assert "[Partial transcript:" in text and "next page: get_transcript" in text  # two hours: pages
+
+
+@ON_WORKER_TOO
+async def test_a_video_fetched_on_either_runtime_opens_in_the_viewer(client: Client) -> None:
+    result = await client.call_tool("open_transcript_viewer", {"url": f"https://youtu.be/{VIDEO}"})
+    assert not result.is_error, result.content[0].text
+    view = result.structured_content
+    assert view["id"] == f"youtube:{VIDEO}" and view["segments"]
+    assert all(segment["text"] for segment in view["segments"][:5])
+    assert view["link"] == f"https://www.youtube.com/watch?v={VIDEO}&t=<seconds>s"
+    assert (await client.read_resource(VIEWER_URI)).contents[0].text == viewer_html()
 
 
 async def test_a_video_without_chapters_gets_time_sections_to_jump_through(client: Client) -> None:
