@@ -45,7 +45,9 @@ def hostile_context() -> VideoContext:
     segments = [
         Segment(start_sec=0.0, end_sec=4.0, text="<b>bold</b> <script>window.pwned=2</script> words"),
         Segment(start_sec=4.0, end_sec=8.0, text='"><img src=x onerror="window.pwned=3"> the dealer'),
-        Segment(start_sec=8.0, end_sec=12.0, text="javascript:alert(1) and the dealer again", speaker="<i>Ana</i>"),
+        Segment(
+            start_sec=8.0, end_sec=12.0, text="javascript:alert(1) and the dealer again", speaker="<i>Ana</i>"
+        ),
     ]
     return VideoContext(
         id=f"youtube:{HOSTILE_ID}",

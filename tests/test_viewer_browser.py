@@ -64,17 +64,27 @@ HOST = """<!doctype html>
 
 def big_context(count: int = 10_000) -> VideoContext:
     segments = [
-        Segment(start_sec=i * 2.0, end_sec=i * 2.0 + 2, text=f"line {i} about the {'engine' if i % 7 else 'dealer'}")
+        Segment(
+            start_sec=i * 2.0,
+            end_sec=i * 2.0 + 2,
+            text=f"line {i} about the {'engine' if i % 7 else 'dealer'}",
+        )
         for i in range(count)
     ]
     chapters = [Chapter(title=f"Hour part {i}", start_sec=i * 2000.0) for i in range(count * 2 // 2000)]
     return VideoContext(
         id=f"youtube:{BIG_ID}",
         metadata=VideoMetadata(
-            id=BIG_ID, platform="youtube", title="Ten thousand lines", url=watch(BIG_ID),
-            duration_sec=count * 2.0, chapters=chapters,
+            id=BIG_ID,
+            platform="youtube",
+            title="Ten thousand lines",
+            url=watch(BIG_ID),
+            duration_sec=count * 2.0,
+            chapters=chapters,
         ),
-        transcript=Transcript(language="en", origin="asr", timing="caption", producer="test", segments=segments),
+        transcript=Transcript(
+            language="en", origin="asr", timing="caption", producer="test", segments=segments
+        ),
         fetched_at="2026-11-01T00:00:00Z",
     )
 
@@ -98,7 +108,9 @@ async def browser() -> AsyncIterator[Browser]:
             await launched.close()
 
 
-async def open_viewer(browser: Browser, client: Client, url: str, width: int = 1280) -> tuple[Page, Frame, Any]:
+async def open_viewer(
+    browser: Browser, client: Client, url: str, width: int = 1280
+) -> tuple[Page, Frame, Any]:
     """The host page with the viewer showing the tool's result for ``url``; the result too."""
     page_text = (await client.read_resource(VIEWER_URI)).contents[0].text
     result = await client.call_tool("open_transcript_viewer", {"url": url})
@@ -116,10 +128,15 @@ async def open_viewer(browser: Browser, client: Client, url: str, width: int = 1
     return page, inner, wire
 
 
-async def test_chapters_search_and_stamps_work_and_are_screenshotted(browser: Browser, client: Client) -> None:
+async def test_chapters_search_and_stamps_work_and_are_screenshotted(
+    browser: Browser, client: Client
+) -> None:
     page, frame, wire = await open_viewer(browser, client, watch(LONG))
     view = wire["structuredContent"]
-    assert await page.evaluate("window.methods.slice(0, 2)") == ["ui/initialize", "ui/notifications/initialized"]
+    assert await page.evaluate("window.methods.slice(0, 2)") == [
+        "ui/initialize",
+        "ui/notifications/initialized",
+    ]
     assert await frame.locator("h1").text_content() == view["metadata"]["title"]
     assert await frame.locator(".v2c-segments > li").count() == len(view["segments"])
 
@@ -151,7 +168,9 @@ async def test_chapters_search_and_stamps_work_and_are_screenshotted(browser: Br
     listed = frame.locator(".v2c-matches button")
     assert await listed.count() == min(len(holding), 200)
     assert (await listed.first.text_content()).startswith(f"[{_stamp(holding[0]['startSec'])}]")
-    assert re.match(rf"{wanted} matches in {len(holding)} segments", await frame.locator("[role=status]").text_content())
+    assert re.match(
+        rf"{wanted} matches in {len(holding)} segments", await frame.locator("[role=status]").text_content()
+    )
     await listed.nth(2).click()
     assert float(await frame.evaluate("document.activeElement.dataset.start")) == holding[2]["startSec"]
 
@@ -174,7 +193,9 @@ async def test_chapters_search_and_stamps_work_and_are_screenshotted(browser: Br
     grid = await frame.evaluate("getComputedStyle(document.querySelector('.v2c-body')).gridTemplateColumns")
     assert len(grid.split()) == 1  # one column on a phone
     await page.screenshot(path=str(ARTIFACTS / "viewer-390.png"))
-    assert (ARTIFACTS / "viewer-1280.png").stat().st_size > 0 and (ARTIFACTS / "viewer-390.png").stat().st_size > 0
+    assert (ARTIFACTS / "viewer-1280.png").stat().st_size > 0 and (
+        ARTIFACTS / "viewer-390.png"
+    ).stat().st_size > 0
     await page.close()
 
 

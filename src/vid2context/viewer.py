@@ -40,7 +40,8 @@ def transcript_view(context: VideoContext) -> TranscriptView:
         id=context.id,
         metadata=msgspec.structs.replace(context.metadata, chapters=[]),
         chapters=[
-            Chapter(title=entry.title, start_sec=entry.start_sec, end_sec=entry.end_sec) for entry in parts.chapters
+            Chapter(title=entry.title, start_sec=entry.start_sec, end_sec=entry.end_sec)
+            for entry in parts.chapters
         ],
         sections=parts.sections,
         segments=segments_of(context),
