@@ -112,7 +112,7 @@ async def test_the_server_advertises_mcp_apps_and_serves_the_page(client: Client
     assert page.startswith("<!doctype html>") and "<style>" in page and '<script type="module">' in page
     # self-contained: nothing for the host to fetch, no import left
     assert not re.search(r"""\b(src|href)=["'](?!#)""", page.split("<script", 1)[0])
-    assert "transcript.css" not in page and 'from "./transcript.js"' not in page
+    assert 'href="transcript.css"' not in page and 'from "./transcript.js"' not in page
     assert "renderTranscript" in page and "ui/notifications/tool-result" in page
 
 

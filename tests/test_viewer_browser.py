@@ -49,7 +49,8 @@ HOST = """<!doctype html>
     const reply = (result) => frame.contentWindow.postMessage({jsonrpc: "2.0", id: m.id, result}, "*");
     if (m.method === "ui/initialize") {
       reply({protocolVersion: m.params.protocolVersion, hostInfo: {name: "test-host", version: "1"},
-             hostCapabilities: {openLinks: {}}, hostContext: {theme: "light"}});
+             hostCapabilities: {openLinks: {}},
+             hostContext: {theme: "light", styles: {variables: {"--color-text-info": "rgb(1, 2, 3)"}}}});
     } else if (m.method === "ui/notifications/initialized") {
       frame.contentWindow.postMessage(
         {jsonrpc: "2.0", method: "ui/notifications/tool-result", params: window.toolResult}, "*");
@@ -139,6 +140,9 @@ async def test_chapters_search_and_stamps_work_and_are_screenshotted(
     ]
     assert await frame.locator("h1").text_content() == view["metadata"]["title"]
     assert await frame.locator(".v2c-segments > li").count() == len(view["segments"])
+
+    # the host's theme variables reach the page
+    assert await frame.locator(".v2c-segments a.v2c-stamp").first.evaluate("a => getComputedStyle(a).color") == "rgb(1, 2, 3)"
 
     # every stamp links to the video at its own second
     stamps = frame.locator(".v2c-segments > li a.v2c-stamp")

@@ -3,8 +3,10 @@
  * in the host's sandboxed iframe and speaks JSON-RPC 2.0 with the host over postMessage. It sends
  * ui/initialize, then ui/notifications/initialized; the host answers the tool call's result in
  * ui/notifications/tool-result, whose structuredContent is what renderTranscript takes. Links go
- * through ui/open-link when the host offers it (an iframe may not navigate). Nothing else: the
- * page asks the server for nothing, so it needs no network access.
+ * through ui/open-link when the host offers it (an iframe may not navigate), and the host's theme
+ * variables (hostContext.styles.variables, at start and on host-context-changed) become CSS
+ * custom properties, which transcript.css reads. Nothing else: the page asks the server for
+ * nothing, so it needs no network access.
  */
 import { renderTranscript } from "./transcript.js";
 
@@ -29,6 +31,16 @@ function say(text) {
   note.className = "v2c-message";
   note.textContent = text;
   root.replaceChildren(note);
+}
+
+function applyHostContext(context) {
+  const variables = (context && context.styles && context.styles.variables) || {};
+  for (const [name, value] of Object.entries(variables)) {
+    if (name.startsWith("--") && typeof value === "string") document.documentElement.style.setProperty(name, value);
+  }
+  if (context && (context.theme === "light" || context.theme === "dark")) {
+    document.documentElement.style.colorScheme = context.theme;
+  }
 }
 
 function show(result) {
@@ -62,6 +74,8 @@ window.addEventListener("message", (event) => {
     else resolve(message.result);
   } else if (message.method === "ui/notifications/tool-result") {
     show(message.params);
+  } else if (message.method === "ui/notifications/host-context-changed") {
+    applyHostContext(message.params);
   } else if (message.id !== undefined && (message.method === "ping" || message.method === "ui/resource-teardown")) {
     send({ id: message.id, result: {} });
   }
@@ -80,5 +94,6 @@ request("ui/initialize", {
   protocolVersion: PROTOCOL_VERSION,
 }).then((answer) => {
   opensLinks = Boolean(answer && answer.hostCapabilities && answer.hostCapabilities.openLinks);
+  applyHostContext(answer && answer.hostContext);
   send({ method: "ui/notifications/initialized", params: {} });
 });
