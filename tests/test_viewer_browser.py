@@ -142,7 +142,10 @@ async def test_chapters_search_and_stamps_work_and_are_screenshotted(
     assert await frame.locator(".v2c-segments > li").count() == len(view["segments"])
 
     # the host's theme variables reach the page
-    assert await frame.locator(".v2c-segments a.v2c-stamp").first.evaluate("a => getComputedStyle(a).color") == "rgb(1, 2, 3)"
+    assert (
+        await frame.locator(".v2c-segments a.v2c-stamp").first.evaluate("a => getComputedStyle(a).color")
+        == "rgb(1, 2, 3)"
+    )
 
     # every stamp links to the video at its own second
     stamps = frame.locator(".v2c-segments > li a.v2c-stamp")
