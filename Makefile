@@ -45,10 +45,13 @@ $(MINIFLARE): tests/miniflare/package-lock.json
 run: venv-local
 	$(VENV)/bin/vid2context serve --host $(HOST) --port $(PORT)
 
-# System tools the tests run for real: ffmpeg/ffprobe (media fixtures) and Node.js (Miniflare).
+# System tools the tests run for real: ffmpeg/ffprobe (media fixtures), Node.js (Miniflare) and
+# Debian's Chromium (the transcript viewer in a headless browser; Playwright drives it, no download).
 $(TOOLS)/.system-stamp: | $(UV)
 	@command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg)
+	@command -v chromium >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 	@command -v node >/dev/null && command -v npm >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm)
 	touch $@
@@ -68,6 +71,7 @@ bench: venv-dev $(MINIFLARE)
 
 ## site: regenerate the docs site (site/*.md and their HTML twins, llms.txt) from its sources
 site: venv-dev
+	$(PY) scripts/build_ui.py
 	$(PY) scripts/build_site.py
 
 ## lock: re-resolve every dependency to its newest allowed release (uv.lock, worker/constraints.txt)

@@ -32,4 +32,5 @@ TOOLS = {
     "digest_videos",
     "get_skip_segments",
     "find_duplicates",
+    "open_transcript_viewer",
 }

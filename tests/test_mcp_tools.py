@@ -60,6 +60,7 @@ STRUCTURED = {
     "get_video_context",
     "get_skip_segments",
     "find_duplicates",
+    "open_transcript_viewer",
 }
 WRITES = {"create_collection", "add_to_collection", "export_obsidian", "export_notion"}
 SINGLE_FORMATS = [f.id for f in FORMATTERS.values() if not f.combines_videos]

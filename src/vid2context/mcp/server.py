@@ -18,6 +18,7 @@ from mcp_types import Resource as MCPResource
 from ..errors import ErrorCode, VidError, on_surface
 from ..runtime import Runtime
 from . import completions, logging_level, prompts, resources, updates
+from .apps import apps_extension
 from .identity import INSTRUCTIONS, SERVER_INFO, SERVER_NAME
 from .results import ErrorReply
 from .runs import Runs
@@ -28,7 +29,8 @@ __all__ = ["INSTRUCTIONS", "SERVER_NAME", "VidServer", "create_mcp"]
 
 
 class VidServer(MCPServer):
-    """``MCPServer`` whose resource list is read from the library at each ``resources/list``."""
+    """``MCPServer`` whose resource list is read from the library at each ``resources/list``,
+    after the server's own fixed resources (the viewer page)."""
 
     def __init__(self, deps: Deps, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -37,7 +39,8 @@ class VidServer(MCPServer):
         """Who subscribed to which collection (``updates.py``), set by ``create_mcp``."""
 
     async def list_resources(self) -> list[MCPResource]:
-        return [
+        fixed = await super().list_resources()
+        return fixed + [
             MCPResource(uri=uri, name=name, description=description, mime_type=mime)
             for uri, name, description, mime in await resources.listed_resources(self.deps)
         ]
@@ -99,6 +102,7 @@ def create_mcp(
             tools=tools,
             log_level="WARNING",
             middleware=[_mcp_surface, _unknown_tools(frozenset(tool.name for tool in tools))],
+            extensions=[apps_extension()],
         )
     finally:
         if placeholder is not None:

@@ -18,6 +18,7 @@ from . import (
     search,
     skips,
     transcripts,
+    viewer,
 )
 
 __all__ = ["all_tools"]
@@ -37,6 +38,7 @@ MODULES = (
     skips,
     duplicates,
     choose,
+    viewer,
 )
 
 
