@@ -213,15 +213,15 @@ def test_the_cache_is_bounded_in_bytes_and_drops_the_least_recently_used() -> No
     cache = RenderedCache(storage, max_bytes=10 * (1000 + ENTRY_OVERHEAD))
     version = cache.version()
     for n in range(10):
-        cache.put(n, version, _rendered(1000))
-    assert cache.get(0, version) is not None  # 0 is now the most recently used
-    cache.put(10, version, _rendered(1000))
+        cache.put((n,), version, _rendered(1000))
+    assert cache.get((0,), version) is not None  # 0 is now the most recently used
+    cache.put((10,), version, _rendered(1000))
     assert cache.size <= cache.max_bytes
-    assert cache.get(1, version) is None  # the least recently used went
-    assert cache.get(0, version) is not None and cache.get(10, version) is not None
-    cache.put("big", version, _rendered(cache.max_entry))  # over an eighth of the bound: not kept
-    assert cache.get("big", version) is None
-    cache.put(0, version, _rendered(10))  # replacing an entry counts its new size only
+    assert cache.get((1,), version) is None  # the least recently used went
+    assert cache.get((0,), version) is not None and cache.get((10,), version) is not None
+    cache.put(("big",), version, _rendered(cache.max_entry))  # over an eighth of the bound: not kept
+    assert cache.get(("big",), version) is None
+    cache.put((0,), version, _rendered(10))  # replacing an entry counts its new size only
     assert cache.size <= cache.max_bytes
 
 
@@ -231,8 +231,8 @@ async def test_an_entry_read_at_an_older_version_is_never_served() -> None:
     before = cache.version()
     await storage.delete_context("youtube:nothing")  # nothing deleted: nothing changed
     assert cache.version() == before
-    cache.put("k", before, _rendered(10))
-    assert cache.get("k", cache.version()) is not None
+    cache.put(("k",), before, _rendered(10))
+    assert cache.get(("k",), cache.version()) is not None
     context = msgspec.json.decode(
         b'{"id":"youtube:x","metadata":{"id":"youtube:x","platform":"youtube","title":"t","url":"u"}}',
         type=VideoContext,
@@ -240,7 +240,7 @@ async def test_an_entry_read_at_an_older_version_is_never_served() -> None:
     await storage.put_context(context)
     now = cache.version()
     assert now != before
-    assert cache.get("k", now) is None
-    cache.put("late", before, _rendered(10))  # rendered from a read that began before the save
-    assert cache.get("late", now) is None
-    assert cache.get("k", None) is None  # no version (a busy file): nothing is served
+    assert cache.get(("k",), now) is None
+    cache.put(("late",), before, _rendered(10))  # rendered from a read that began before the save
+    assert cache.get(("late",), now) is None
+    assert cache.get(("k",), None) is None  # no version (a busy file): nothing is served

@@ -54,9 +54,10 @@ class RenderedCache:
         self.max_bytes = max_bytes
         self.max_entry = max_bytes // 8
         """A larger answer is not kept: one long transcript must not flush all the others."""
-        self._entries: dict[Hashable, Rendered] = {}  # insertion order is last use
+        self._entries: dict[Hashable, tuple[Rendered, int]] = {}  # insertion order is last use
         self._at: int | None = None  # the version every entry was read at
         self.size = 0
+        """Bytes counted: bodies, the keys' text and ``ENTRY_OVERHEAD`` per entry."""
         self.hits = 0
         self.misses = 0
 
@@ -76,23 +77,22 @@ class RenderedCache:
             return None
         self._entries[key] = found
         self.hits += 1
-        return found
+        return found[0]
 
-    def put(self, key: Hashable, version: int | None, rendered: Rendered) -> None:
+    def put(self, key: tuple[Hashable, ...], version: int | None, rendered: Rendered) -> None:
         """Keep ``rendered``, made from what was read after ``version`` was."""
-        cost = len(rendered.body) + ENTRY_OVERHEAD
+        cost = len(rendered.body) + ENTRY_OVERHEAD + sum(len(part) for part in key if isinstance(part, str))
         if version is None or cost > self.max_entry:
             return
         if version != self._at:
             self._retire(version)
         old = self._entries.pop(key, None)
         if old is not None:
-            self.size -= len(old.body) + ENTRY_OVERHEAD
-        self._entries[key] = rendered
+            self.size -= old[1]
+        self._entries[key] = (rendered, cost)
         self.size += cost
         while self.size > self.max_bytes:
-            dropped = self._entries.pop(next(iter(self._entries)))
-            self.size -= len(dropped.body) + ENTRY_OVERHEAD
+            self.size -= self._entries.pop(next(iter(self._entries)))[1]
 
     def _retire(self, version: int) -> None:
         """Something was committed since the entries were read: none of them may be served."""

@@ -25,9 +25,8 @@ from litestar.params import QueryParameter
 from ..answers.translate import translate_context
 from ..errors import ErrorCode, VidError
 from ..formats import FORMATTERS, RenderOptions, render_view
-from ..inputs import is_list
 from ..models import Base, Comment, VideoContext, VideoMetadata, VideoRef
-from ..pipeline import get_comments, get_context, get_metadata, list_items, resolve
+from ..pipeline import get_comments, get_context, get_metadata, list_items
 from .middleware import request_ctx
 from .params import (
     FormatQuery,
@@ -200,14 +199,15 @@ async def transcript(
         )
     runtime = runtime_of(request)
     if_none_match = request.headers.get("if-none-match")
-    ref = resolve(runtime, source)
-    cache: RenderedCache | None = None if llm or is_list(ref) else request.app.state.rendered
-    key = (ref.id, formatter.id, options.timestamps, checked_mode, checked_lang)
+    cache: RenderedCache | None = None if llm else request.app.state.rendered
+    # The input as given: reading it is pure (same text, same settings, same video), so a hit
+    # need not parse it again; another spelling of the same video is an entry of its own.
+    key = (source, formatter.id, options.timestamps, checked_mode, checked_lang)
     version = cache.version() if cache is not None else None  # before anything is read
     if cache is not None and (kept := cache.get(key, version)) is not None:
         return rendered_response(kept, if_none_match)  # type: ignore[return-value]
     ctx = request_ctx(request, runtime)
-    found = await get_context(runtime, ref, mode=checked_mode, lang=checked_lang, ctx=ctx)
+    found = await get_context(runtime, source, mode=checked_mode, lang=checked_lang, ctx=ctx)
     if checked_lang is not None:
         found = await translate_context(runtime, found, checked_lang, llm=llm, ctx=ctx)
     language = found.transcript.language if found.transcript else None
