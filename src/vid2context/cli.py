@@ -130,6 +130,13 @@ def _parser() -> argparse.ArgumentParser:
         help="serve on a non-loopback address without API keys (anyone who can reach it can use it)",
     )
     serve.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help=f"server processes sharing the port and the SQLite file; default the number of cores "
+        f"this process may use ({_default_workers()}), 1 to {MAX_WORKERS}",
+    )
+    serve.add_argument(
         "--no-scheduler",
         action="store_true",
         help="do not refresh due watch lists in this server (use `vid2context refresh --due` from cron)",
@@ -387,6 +394,15 @@ async def _refresh_due(out: TextIO, err: TextIO) -> int:
 
 
 KEYED_HOST = "0.0.0.0"  # only with API keys set, or when --host asks for it
+MAX_WORKERS = 256
+
+
+def _default_workers() -> int:
+    """The cores this process may run on (its CPU affinity where the system has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _is_loopback(host: str) -> bool:
@@ -409,6 +425,13 @@ def _serve(args: argparse.Namespace) -> int:
     lifespan shutdown (closing the runtime's store and clients); a worker still busy after
     ``VID2CONTEXT_SHUTDOWN_TIMEOUT_MS`` (rounded up to whole seconds, granian's unit, 1 to 1800)
     is killed, and its requests are cut.
+
+    ``--workers N`` (default: the cores) runs N processes on the one port, each with its own
+    runtime over the same SQLite file, which WAL mode lets them share: readers never wait, writers
+    take turns (the busy timeout), migrations are applied once. What a process keeps to itself
+    becomes per worker: the rate-limit buckets (a client whose requests spread over N workers may
+    get up to N times the burst), the rendered-answer cache (each retired by any commit, whoever
+    made it), and the jobs a worker runs (the others read their state, but cannot cancel them).
     """
     import math
 
@@ -419,6 +442,10 @@ def _serve(args: argparse.Namespace) -> int:
 
     if not 0 < args.port < 65536:
         print(f"error: bad-request: port {args.port} is not 1 to 65535", file=sys.stderr)
+        return 2
+    workers = _default_workers() if args.workers is None else args.workers
+    if not 0 < workers <= MAX_WORKERS:
+        print(f"error: bad-request: --workers {workers} is not 1 to {MAX_WORKERS}", file=sys.stderr)
         return 2
     settings = load_settings(os.environ)  # fail fast on a bad setting, before the server starts
     keys = parse_api_keys(settings.api_keys)  # and on a malformed key entry
@@ -446,6 +473,7 @@ def _serve(args: argparse.Namespace) -> int:
         address=host,
         port=args.port,
         interface=Interfaces.ASGI,
+        workers=workers,
         log_access=False,  # the app writes its own JSON access log
         workers_kill_timeout=kill_timeout,
         working_dir=Path.cwd(),
