@@ -204,8 +204,7 @@ async def test_an_answer_with_translate_is_never_kept(served: Served) -> None:
 
 
 def _rendered(size: int) -> Rendered:
-    body = b"x" * size
-    return Rendered(body, '"tag"', {"Content-Type": "text/plain"})
+    return Rendered.of(b"x" * size, {"Content-Type": "text/plain"})
 
 
 def test_the_cache_is_bounded_in_bytes_and_drops_the_least_recently_used() -> None:

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Hashable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from litestar import Response
+from litestar.types import Receive, Scope, Send
 
 from ..storage.base import Versioned
 
@@ -42,8 +43,34 @@ entries cannot exceed the bound either."""
 class Rendered(NamedTuple):
     body: bytes
     etag: str
-    headers: dict[str, str]
-    """Every header of the ``200``: ``Content-Type``, ``ETag``, ``Content-Language`` when known."""
+    headers: tuple[tuple[bytes, bytes], ...]
+    """The ``200``'s headers, encoded: those given, then ``ETag`` and ``Content-Length``."""
+
+    @classmethod
+    def of(cls, body: bytes, headers: dict[str, str]) -> Rendered:
+        """``body`` with ``headers`` (``Content-Type``, ``Content-Language``...) and its ETag."""
+        etag = etag_of(body)
+        encoded = [
+            (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()
+        ]
+        encoded += [(b"etag", etag.encode("ascii")), (b"content-length", str(len(body)).encode("ascii"))]
+        return cls(body, etag, tuple(encoded))
+
+
+class _Ready(Response[bytes]):
+    """A response already in its ASGI form: Litestar's own would encode and look up every header
+    again on each hit (a third of a cached read's time in the handler)."""
+
+    def __init__(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        super().__init__(b"")
+        self._status, self._headers, self._body = status, headers, body
+
+    def to_asgi_response(self, *args: Any, **kwargs: Any) -> Any:  # noqa: ARG002 - nothing to merge
+        return self
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self._status, "headers": self._headers})
+        await send({"type": "http.response.body", "body": self._body})
 
 
 class RenderedCache:
@@ -123,7 +150,8 @@ def not_modified(if_none_match: str | None, etag: str) -> Response[bytes] | None
 
 
 def rendered_response(rendered: Rendered, if_none_match: str | None) -> Response[bytes]:
-    """The answer for ``rendered``: ``304`` when the client has it, else the ``200``."""
-    return not_modified(if_none_match, rendered.etag) or Response(
-        rendered.body, media_type=rendered.headers["Content-Type"], headers=rendered.headers
-    )
+    """The answer for ``rendered``: ``304`` with its ``ETag`` when the client has it, else the
+    ``200``. Fresh header lists each time: the layers outside may extend them."""
+    if _matches(if_none_match, rendered.etag):
+        return _Ready(304, [(b"etag", rendered.etag.encode("ascii"))], b"")
+    return _Ready(200, list(rendered.headers), rendered.body)

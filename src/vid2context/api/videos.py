@@ -212,8 +212,7 @@ async def transcript(
         found = await translate_context(runtime, found, checked_lang, llm=llm, ctx=ctx)
     language = found.transcript.language if found.transcript else None
     body = render_view(found, formatter, options).encode()
-    etag = etag_of(body)
-    rendered = Rendered(body, etag, {**_text_headers(formatter.mime_type, language), "ETag": etag})
+    rendered = Rendered.of(body, _text_headers(formatter.mime_type, language))
     if cache is not None and _from_library(found):
         cache.put(key, version, rendered)
     return rendered_response(rendered, if_none_match)  # type: ignore[return-value]
