@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,14 +29,10 @@ sys.path.insert(0, str(ROOT))
 
 from tests.youtube_replay import ReplayServer  # noqa: E402 - the tests' replay server
 
+from bench.bench_api import _free_port  # noqa: E402
+
 PATH = "/api/v1/transcript?url=GJLlxj_dtq8&format=srt"
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait(url: str, process: subprocess.Popen[bytes]) -> None:
@@ -74,7 +69,7 @@ def _wrk(url: str, seconds: int) -> dict[str, float]:
     return figures
 
 
-BARE = '''
+BARE = """
 import os
 from litestar import Litestar, get
 from litestar.response import Response
@@ -84,7 +79,7 @@ TYPE = os.environ["BARE_TYPE"]
 async def bare() -> Response[bytes]:
     return Response(BODY, media_type=TYPE)
 app = Litestar([bare], logging_config=None, openapi_config=None)
-'''
+"""
 
 
 def run() -> dict[str, object]:
@@ -104,7 +99,16 @@ def run() -> dict[str, object]:
         )
         ours_port, bare_port = _free_port(), _free_port()
         ours = subprocess.Popen(
-            [sys.executable, "-m", "vid2context", "serve", "--port", str(ours_port), "--workers", str(workers)],
+            [
+                sys.executable,
+                "-m",
+                "vid2context",
+                "serve",
+                "--port",
+                str(ours_port),
+                "--workers",
+                str(workers),
+            ],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

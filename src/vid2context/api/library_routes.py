@@ -29,7 +29,7 @@ from ..errors import ErrorCode, VidError
 from ..models import Page, VideoContext, VideoSummary
 from .middleware import request_ctx
 from .params import BODY_ERRORS, LimitQuery, parse_int, runtime_of
-from .rendered import etag_of, not_modified
+from .rendered import ETAG_HEADER, NOT_MODIFIED, etag_of, not_modified
 
 __all__ = ["DEFAULT_LIMIT", "delete_saved_video", "get_saved_video", "list_saved_videos", "put_saved_video"]
 
@@ -83,12 +83,8 @@ async def list_saved_videos(
 
 @get(
     "/api/v1/library/{video_id:path}",
-    response_headers=[
-        ResponseHeader(
-            name="ETag", description="SHA-256 of the body, quoted.", documentation_only=True, value=""
-        )
-    ],
-    responses={304: ResponseSpec(None, description="If-None-Match names the current ETag: no body.")},
+    response_headers=[ETAG_HEADER],
+    responses=NOT_MODIFIED,
 )
 async def get_saved_video(request: Request, video_id: VideoIdPath) -> Response[VideoContext]:
     """The saved ``VideoContext``: metadata, timed transcript and the attempts that made it."""

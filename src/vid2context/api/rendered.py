@@ -29,11 +29,31 @@ from collections.abc import Hashable
 from typing import Any, NamedTuple
 
 from litestar import Response
+from litestar.datastructures import ResponseHeader
+from litestar.openapi import ResponseSpec
 from litestar.types import Receive, Scope, Send
 
 from ..storage.base import Versioned
 
-__all__ = ["ENTRY_OVERHEAD", "Rendered", "RenderedCache", "etag_of", "not_modified", "rendered_response"]
+__all__ = [
+    "ENTRY_OVERHEAD",
+    "ETAG_HEADER",
+    "NOT_MODIFIED",
+    "Rendered",
+    "RenderedCache",
+    "etag_of",
+    "not_modified",
+    "rendered_response",
+]
+
+ETAG_HEADER = ResponseHeader(
+    name="ETag",
+    description="SHA-256 of the body, quoted.",
+    documentation_only=True,
+    value="",  # documentation only: gives the header its string schema
+)
+NOT_MODIFIED = {304: ResponseSpec(None, description="If-None-Match names the current ETag: no body.")}
+"""The OpenAPI side of a route that answers ``If-None-Match``."""
 
 ENTRY_OVERHEAD = 400
 """Bytes counted per entry beside its body (key, headers, the entry itself), so that many tiny

@@ -19,7 +19,6 @@ from typing import Annotated
 import msgspec
 from litestar import Request, Response, get
 from litestar.datastructures import ResponseHeader
-from litestar.openapi import ResponseSpec
 from litestar.params import QueryParameter
 
 from ..answers.translate import translate_context
@@ -44,7 +43,15 @@ from .params import (
     require_url,
     runtime_of,
 )
-from .rendered import Rendered, RenderedCache, etag_of, not_modified, rendered_response
+from .rendered import (
+    ETAG_HEADER,
+    NOT_MODIFIED,
+    Rendered,
+    RenderedCache,
+    etag_of,
+    not_modified,
+    rendered_response,
+)
 
 __all__ = [
     "CONTENT_LANGUAGE",
@@ -110,15 +117,8 @@ def _from_library(found: VideoContext) -> bool:
 
 @get(
     "/api/v1/context",
-    response_headers=[
-        ResponseHeader(
-            name="ETag",
-            description="SHA-256 of the body, quoted.",
-            documentation_only=True,
-            value="",  # documentation only: gives the header its string schema
-        )
-    ],
-    responses={304: ResponseSpec(None, description="If-None-Match names the current ETag: no body.")},
+    response_headers=[ETAG_HEADER],
+    responses=NOT_MODIFIED,
 )
 async def context(
     request: Request,
@@ -146,16 +146,8 @@ async def context(
     "/api/v1/transcript",
     media_type=TEXT_MIME,
     response_description="The transcript rendered by the chosen formatter; Content-Type is its mimeType.",
-    response_headers=[
-        CONTENT_LANGUAGE,
-        ResponseHeader(
-            name="ETag",
-            description="SHA-256 of the body, quoted.",
-            documentation_only=True,
-            value="",  # documentation only: gives the header its string schema
-        ),
-    ],
-    responses={304: ResponseSpec(None, description="If-None-Match names the current ETag: no body.")},
+    response_headers=[CONTENT_LANGUAGE, ETAG_HEADER],
+    responses=NOT_MODIFIED,
 )
 async def transcript(
     request: Request,
