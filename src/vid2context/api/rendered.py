@@ -34,6 +34,7 @@ from litestar.openapi import ResponseSpec
 from litestar.types import Receive, Scope, Send
 
 from ..storage.base import Versioned
+from .middleware._asgi import header
 
 __all__ = [
     "ENTRY_OVERHEAD",
@@ -42,6 +43,7 @@ __all__ = [
     "Rendered",
     "RenderedCache",
     "etag_of",
+    "if_none_match_of",
     "not_modified",
     "rendered_response",
 ]
@@ -151,6 +153,13 @@ class RenderedCache:
 def etag_of(body: bytes) -> str:
     """The contract's strong ETag: the SHA-256 of the body, quoted."""
     return f'"{hashlib.sha256(body).hexdigest()}"'
+
+
+def if_none_match_of(scope: Scope) -> str | None:
+    """The request's ``If-None-Match``, read from the scope (Litestar's ``request.headers`` would
+    build a mapping of every header for it, on every hit)."""
+    raw = header(scope, b"if-none-match")
+    return None if raw is None else raw.decode("latin-1")
 
 
 def _matches(if_none_match: str | None, etag: str) -> bool:

@@ -49,6 +49,7 @@ from .rendered import (
     Rendered,
     RenderedCache,
     etag_of,
+    if_none_match_of,
     not_modified,
     rendered_response,
 )
@@ -190,7 +191,7 @@ async def transcript(
             hint="Give lang as a BCP-47 tag (lang=de), or leave translate out.",
         )
     runtime = runtime_of(request)
-    if_none_match = request.headers.get("if-none-match")
+    if_none_match = if_none_match_of(request.scope)
     cache: RenderedCache | None = None if llm else request.app.state.rendered
     # The input as given: reading it is pure (same text, same settings, same video), so a hit
     # need not parse it again; another spelling of the same video is an entry of its own.
