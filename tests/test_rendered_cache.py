@@ -132,8 +132,8 @@ async def test_a_key_is_everything_the_answer_depends_on(served: Served) -> None
 @pytest.mark.parametrize("runtime_kind", ["memory", "sqlite"], indirect=True)
 async def test_a_push_or_a_delete_in_this_process_retires_the_entry(served: Served) -> None:
     await served.client.get(f"{API}/transcript", params=SRT)
-    kept = (await served.client.get(f"{API}/transcript", params=SRT)).text
-    assert FIRST_LINE in kept
+    kept = await served.client.get(f"{API}/transcript", params=SRT)
+    assert FIRST_LINE in kept.text
     stored = await served.runtime.storage.get_context(VIDEO_ID)
     assert stored is not None
     pushed = await served.client.put(
@@ -142,10 +142,11 @@ async def test_a_push_or_a_delete_in_this_process_retires_the_entry(served: Serv
     assert pushed.status_code in (200, 201), pushed.text
     after = await served.client.get(f"{API}/transcript", params=SRT)
     assert "Pushed words" in after.text and FIRST_LINE not in after.text
-    assert (
-        after.headers["etag"]
-        != (await served.client.get(f"{API}/transcript", params={**SRT, "format": "vtt"})).headers["etag"]
+    assert after.headers["etag"] == f'"{hashlib.sha256(after.content).hexdigest()}"' != kept.headers["etag"]
+    stale = await served.client.get(
+        f"{API}/transcript", params=SRT, headers={"If-None-Match": kept.headers["etag"]}
     )
+    assert stale.status_code == 200 and stale.content == after.content
     assert (await served.client.delete(f"{API}/library/{VIDEO_ID}")).status_code == 204
     again = await served.client.get(f"{API}/transcript", params=SRT)  # read from YouTube again
     assert FIRST_LINE in again.text and "Pushed words" not in again.text
