@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.youtube_replay import ReplayServer  # noqa: E402 - the tests' replay server
 
-from bench.bench_api import _free_port  # noqa: E402
+from bench.bench_api import _free_port, server_env  # noqa: E402
 
 PATH = "/api/v1/transcript?url=GJLlxj_dtq8&format=srt"
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
@@ -90,13 +90,7 @@ def run() -> dict[str, object]:
     seconds = int(os.environ.get("BENCH_WRK_SECONDS", "10"))
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as home, ReplayServer() as replay:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("VID2CONTEXT_")}
-        env.update(
-            VID2CONTEXT_HOME=home,
-            VID2CONTEXT_YOUTUBE_ORIGIN=replay.origin,
-            VID2CONTEXT_RATE_LIMIT="100000000",
-            VID2CONTEXT_ACCESS_LOG="0",
-        )
+        env = server_env(home, replay.origin, VID2CONTEXT_RATE_LIMIT="100000000")
         ours_port, bare_port = _free_port(), _free_port()
         ours = subprocess.Popen(
             [
