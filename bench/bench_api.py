@@ -86,18 +86,21 @@ async def _load(base: str, concurrency: int, requests: int) -> dict[str, float]:
     }
 
 
+def server_env(home: str, youtube_origin: str, **settings: str) -> dict[str, str]:
+    """The environment of a benchmarked ``vid2context serve``: none of this shell's settings, the
+    library in ``home``, YouTube at ``youtube_origin``, the access log off, then ``settings``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VID2CONTEXT_")}
+    env.update(VID2CONTEXT_HOME=home, VID2CONTEXT_YOUTUBE_ORIGIN=youtube_origin, VID2CONTEXT_ACCESS_LOG="0")
+    env.update(settings)
+    return env
+
+
 def run() -> dict[str, object]:
     total = int(os.environ.get("BENCH_API_REQUESTS", "50000"))
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as home, ReplayServer() as replay:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("VID2CONTEXT_")}
-        env.update(
-            VID2CONTEXT_HOME=home,
-            VID2CONTEXT_YOUTUBE_ORIGIN=replay.origin,
-            VID2CONTEXT_RATE_LIMIT="0",
-            VID2CONTEXT_ACCESS_LOG="0",
-        )
+        env = server_env(home, replay.origin, VID2CONTEXT_RATE_LIMIT="0")
         server = subprocess.Popen(
             [sys.executable, "-m", "vid2context", "serve", "--port", str(port)],
             env=env,

@@ -8,16 +8,24 @@ sent to /dev/null, the bare route a one-handler Litestar app answering the same 
 read once first (YouTube answered by the tests' replay server), so every timed request is a
 stored read. The sides alternate in ``BENCH_CACHED_ROUNDS`` rounds of ``BENCH_CACHED_REQUESTS``
 requests each; the ratio (bare time over ours, 1 = the framework's own speed) is of the medians.
+
+Then memory (``BENCH_CACHED_MEMORY_REQUESTS``, default 50,000; 0 skips it): that many more reads
+of ours, a mix of formats, half with the ``If-None-Match`` of the answer (``304``), each with a
+request id of its own, under ``tracemalloc``. Reported: the process's RSS and the traced Python
+memory after the first tenth (everything warm) and at the end; flat means the end is not above
+the start by more than noise, whatever the number of requests.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -92,12 +100,58 @@ async def _measure(rounds: int, count: int) -> dict[str, object]:
                     got, per_request_cpu = await _round(call, count)
                     latencies[name].extend(got)
                     cpu[name].append(per_request_cpu)
+        memory = await _memory(ours, int(os.environ.get("BENCH_CACHED_MEMORY_REQUESTS", "50000")))
     figures = {name: _summary(latencies[name], cpu[name]) for name in sides}
     return {
+        "memory": memory,
         "body_bytes": len(first.content),
         **figures,
         "ratio_p50": round(figures["bare"]["p50_us"] / figures["ours"]["p50_us"], 3),
         "ratio_cpu": round(figures["bare"]["cpu_median_us"] / figures["ours"]["cpu_median_us"], 3),
+    }
+
+
+def _rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def _memory(ours: httpx.AsyncClient, count: int) -> dict[str, object] | None:
+    """RSS and traced memory over ``count`` more cached reads (module docstring)."""
+    if count <= 0:
+        return None
+    variants = [{**PARAMS, "format": name} for name in ("srt", "vtt", "text", "json")]
+    tags = {}
+    for params in variants:
+        response = await ours.get("/api/v1/transcript", params=params)
+        response.raise_for_status()
+        tags[params["format"]] = response.headers["etag"]
+    tracemalloc.start()
+    start: dict[str, int] = {}
+    statuses: dict[int, int] = {}
+    for n in range(count):
+        params = variants[n % len(variants)]
+        headers = {"X-Request-Id": f"mem-{n}"}
+        if n % 2:
+            headers["If-None-Match"] = tags[params["format"]]
+        response = await ours.get("/api/v1/transcript", params=params, headers=headers)
+        # A server's loop turns between requests (they arrive as I/O); in process nothing would
+        # suspend, and the loop would never drop the timers that were cancelled (Limits' timeout).
+        await asyncio.sleep(0)
+        statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+        if n + 1 == count // 10:
+            gc.collect()  # what is garbage but not yet collected is not what the server holds
+            start = {"rss_kib": _rss_kib(), "traced_bytes": tracemalloc.get_traced_memory()[0]}
+    gc.collect()
+    traced, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {
+        "requests": count,
+        "statuses": {str(k): v for k, v in sorted(statuses.items())},
+        "after_first_tenth": start,
+        "at_end": {"rss_kib": _rss_kib(), "traced_bytes": traced, "traced_peak_bytes": peak},
     }
 
 

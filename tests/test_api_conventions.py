@@ -959,7 +959,9 @@ def test_serve_drains_in_flight_requests_on_sigterm(tmp_path: Any) -> None:
         VID2CONTEXT_SHUTDOWN_TIMEOUT_MS="60000",
     )
     server = subprocess.Popen(
-        [sys.executable, "-m", "vid2context", "serve", "--port", str(port)],
+        # One worker: health answered means it is up (a worker still starting when SIGTERM comes
+        # is granian's to kill at the timeout; test_serve_workers.py waits for every worker).
+        [sys.executable, "-m", "vid2context", "serve", "--port", str(port), "--workers", "1"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

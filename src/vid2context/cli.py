@@ -130,6 +130,13 @@ def _parser() -> argparse.ArgumentParser:
         help="serve on a non-loopback address without API keys (anyone who can reach it can use it)",
     )
     serve.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help=f"server processes sharing the port and the SQLite file, 1 to {MAX_WORKERS} (this machine "
+        f"has {_default_workers()} cores); default 1, since MCP long runs and sessions live in one process",
+    )
+    serve.add_argument(
         "--no-scheduler",
         action="store_true",
         help="do not refresh due watch lists in this server (use `vid2context refresh --due` from cron)",
@@ -387,6 +394,15 @@ async def _refresh_due(out: TextIO, err: TextIO) -> int:
 
 
 KEYED_HOST = "0.0.0.0"  # only with API keys set, or when --host asks for it
+MAX_WORKERS = 256
+
+
+def _default_workers() -> int:
+    """The cores this process may run on (its CPU affinity where the system has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _is_loopback(host: str) -> bool:
@@ -409,6 +425,16 @@ def _serve(args: argparse.Namespace) -> int:
     lifespan shutdown (closing the runtime's store and clients); a worker still busy after
     ``VID2CONTEXT_SHUTDOWN_TIMEOUT_MS`` (rounded up to whole seconds, granian's unit, 1 to 1800)
     is killed, and its requests are cut.
+
+    ``--workers N`` (default 1) runs N processes on the one port, each with its own
+    runtime over the same SQLite file, which WAL mode lets them share: readers never wait, writers
+    take turns (the busy timeout), migrations are applied once. What a process keeps to itself
+    becomes per worker: the rate-limit buckets (a client whose requests spread over N workers may
+    get up to N times the burst), the rendered-answer cache (each retired by any commit, whoever
+    made it), and the jobs a worker runs (the others read their state, but cannot cancel them).
+    MCP's long runs and sessions are kept in the process that started them, so another worker
+    cannot answer ``get_job`` for them: that is why the default is one worker, not the core count
+    (``--workers N`` suits a read-heavy REST server), and why session mode refuses more than one.
     """
     import math
 
@@ -420,7 +446,19 @@ def _serve(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         print(f"error: bad-request: port {args.port} is not 1 to 65535", file=sys.stderr)
         return 2
+    workers = 1 if args.workers is None else args.workers
+    if not 0 < workers <= MAX_WORKERS:
+        print(f"error: bad-request: --workers {workers} is not 1 to {MAX_WORKERS}", file=sys.stderr)
+        return 2
     settings = load_settings(os.environ)  # fail fast on a bad setting, before the server starts
+    if settings.mcp_sessions and workers > 1:
+        print(
+            f"error: bad-request: --workers {workers} with VID2CONTEXT_MCP_SESSIONS=1: a session lives in the "
+            "process that opened it, so another worker would answer it 404\n"
+            "hint: serve sessions with --workers 1, or turn VID2CONTEXT_MCP_SESSIONS off",
+            file=sys.stderr,
+        )
+        return 2
     keys = parse_api_keys(settings.api_keys)  # and on a malformed key entry
     closed = bool(keys) or settings.hosted  # hosted mode: only sign-in is open
     host = args.host or (KEYED_HOST if closed else DEFAULT_HOST)
@@ -446,6 +484,7 @@ def _serve(args: argparse.Namespace) -> int:
         address=host,
         port=args.port,
         interface=Interfaces.ASGI,
+        workers=workers,
         log_access=False,  # the app writes its own JSON access log
         workers_kill_timeout=kill_timeout,
         working_dir=Path.cwd(),

@@ -152,6 +152,16 @@ SETTINGS: tuple[Setting, ...] = (
         "Minutes an upload is kept.",
     ),
     Setting(
+        "VID2CONTEXT_RESPONSE_CACHE_MB",
+        "response_cache_mb",
+        "int",
+        32,
+        "MiB of rendered transcripts each server process keeps, so a repeated read of a saved video "
+        "is neither read nor rendered again (any write to the library retires them); 0 turns it "
+        "off. Local runtime only.",
+        bounds=(1, 65_536),
+    ),
+    Setting(
         "VID2CONTEXT_ACCESS_LOG",
         "access_log",
         "bool",
@@ -718,6 +728,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_push_kb: int = 32768
     max_upload_mb: int = 100
     upload_ttl_min: int = 60
+    response_cache_mb: int = 32
     access_log: bool = True
     remote_url: str | None = None
     remote_key: str | None = None

@@ -12,6 +12,7 @@ from litestar.datastructures import State
 
 from ..held import Held
 from ..runtime import Runtime
+from ..storage.base import Versioned
 from .accounts import ACCOUNT_ROUTES
 from .answers import ANSWER_ROUTES
 from .ask import ASK_ROUTES
@@ -31,6 +32,7 @@ from .oauth import oauth_routes
 from .openapi import openapi_config
 from .packs import bundle_get, bundle_post, pack_get, pack_post
 from .reading import outline, section
+from .rendered import RenderedCache
 from .research import RESEARCH_ROUTES
 from .search import search_route
 from .skips import SKIP_ROUTES
@@ -128,6 +130,13 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
     oauth = oauth_routes(runtime, approver=_approver(hosted)) if runtime.settings.oauth else None
     mcp = mcp_http(runtime, oauth=oauth.server if oauth else None, hosted=hosted)
 
+    cache_bytes = runtime.settings.response_cache_mb * 1024 * 1024
+    rendered = (
+        RenderedCache(runtime.storage, max_bytes=cache_bytes)
+        if cache_bytes and isinstance(runtime.storage, Versioned)
+        else None
+    )
+
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
         try:
@@ -177,7 +186,14 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[lifespan, mcp.lifespan],
-        state=State({"runtime": runtime, "hosted": hosted, "oauth": oauth.server if oauth else None}),
+        state=State(
+            {
+                "runtime": runtime,
+                "hosted": hosted,
+                "oauth": oauth.server if oauth else None,
+                "rendered": rendered,  # rendered.py; None where the storage has no version
+            }
+        ),
         openapi_config=openapi_config(runtime.settings),
         logging_config=None,  # the process owns logging; access lines come from api/middleware
     )

@@ -15,7 +15,6 @@ matching ``If-None-Match`` with ``304`` and no body. ``PUT /library/{id}`` takes
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Annotated
 
@@ -30,6 +29,7 @@ from ..errors import ErrorCode, VidError
 from ..models import Page, VideoContext, VideoSummary
 from .middleware import request_ctx
 from .params import BODY_ERRORS, LimitQuery, parse_int, runtime_of
+from .rendered import ETAG_HEADER, NOT_MODIFIED, etag_of, not_modified
 
 __all__ = ["DEFAULT_LIMIT", "delete_saved_video", "get_saved_video", "list_saved_videos", "put_saved_video"]
 
@@ -61,19 +61,6 @@ def _video_id(raw: str) -> str:
     return text
 
 
-def _etag(body: bytes) -> str:
-    return f'"{hashlib.sha256(body).hexdigest()}"'
-
-
-def _matches(if_none_match: str | None, etag: str) -> bool:
-    """Whether ``If-None-Match`` names ``etag`` (weak comparison, as RFC 9110 asks for GET)."""
-    if not if_none_match:
-        return False
-    return any(
-        tag.strip() == "*" or tag.strip().removeprefix("W/") == etag for tag in if_none_match.split(",")
-    )
-
-
 @get("/api/v1/library")
 async def list_saved_videos(
     request: Request,
@@ -96,20 +83,16 @@ async def list_saved_videos(
 
 @get(
     "/api/v1/library/{video_id:path}",
-    response_headers=[
-        ResponseHeader(
-            name="ETag", description="SHA-256 of the body, quoted.", documentation_only=True, value=""
-        )
-    ],
-    responses={304: ResponseSpec(None, description="If-None-Match names the current ETag: no body.")},
+    response_headers=[ETAG_HEADER],
+    responses=NOT_MODIFIED,
 )
 async def get_saved_video(request: Request, video_id: VideoIdPath) -> Response[VideoContext]:
     """The saved ``VideoContext``: metadata, timed transcript and the attempts that made it."""
     context = await library.get_video(runtime_of(request), _video_id(video_id))
     body = _ENCODER.encode(context)
-    etag = _etag(body)
-    if _matches(request.headers.get("if-none-match"), etag):
-        return Response(b"", status_code=304, headers={"ETag": etag})
+    etag = etag_of(body)
+    if (unchanged := not_modified(request.headers.get("if-none-match"), etag)) is not None:
+        return unchanged  # type: ignore[return-value]
     # Already-encoded VideoContext JSON: the ETag is the hash of these exact bytes.
     return Response(body, media_type=_JSON, headers={"ETag": etag})  # type: ignore[arg-type]
 

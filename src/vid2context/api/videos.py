@@ -1,8 +1,10 @@
 """One video: ``/context``, ``/transcript``, ``/metadata``, ``/items`` and ``/comments``.
 
 Each handler checks every query value before any upstream request, then calls the same core
-functions the CLI and the MCP tools call. ``/context`` carries an ``ETag`` (SHA-256 of the body)
-and answers a matching ``If-None-Match`` with ``304``.
+functions the CLI and the MCP tools call. ``/context`` and ``/transcript`` carry an ``ETag``
+(SHA-256 of the body) and answer a matching ``If-None-Match`` with ``304``; a stored
+transcript's rendering is kept in the process (``rendered.py``), so a repeated read neither
+reads the library nor renders again.
 
 The transcript in ``text`` format starts with ``context_header()``, exactly as ``vid2context get``
 prints it, so an agent always knows what it is reading; every other format is the formatter's own
@@ -11,20 +13,19 @@ output (Markdown, the pack and JSON carry their own header, subtitles must stay 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Annotated
 
 import msgspec
 from litestar import Request, Response, get
 from litestar.datastructures import ResponseHeader
-from litestar.openapi import ResponseSpec
 from litestar.params import QueryParameter
 
 from ..answers.translate import translate_context
 from ..errors import ErrorCode, VidError
 from ..formats import FORMATTERS, RenderOptions, render_view
 from ..integrations.skips import find_skips, parse_skip, video_id_of, without_skips
+from ..integrations.sponsorblock import ATTRIBUTION
 from ..models import Base, Comment, VideoContext, VideoMetadata, VideoRef
 from ..pipeline import get_comments, get_context, get_metadata, list_items
 from .middleware import request_ctx
@@ -44,7 +45,17 @@ from .params import (
     require_url,
     runtime_of,
 )
-from .skips import ATTRIBUTION_HEADER, attributed
+from .rendered import (
+    ETAG_HEADER,
+    NOT_MODIFIED,
+    Rendered,
+    RenderedCache,
+    etag_of,
+    if_none_match_of,
+    not_modified,
+    rendered_response,
+)
+from .skips import ATTRIBUTION_HEADER
 
 __all__ = [
     "CONTENT_LANGUAGE",
@@ -77,19 +88,6 @@ class CommentsResponse(Base, kw_only=True):
     comments: list[Comment]
 
 
-def etag_of(body: bytes) -> str:
-    """The contract's ETag: the SHA-256 of the body, quoted."""
-    return f'"{hashlib.sha256(body).hexdigest()}"'
-
-
-def _matches(if_none_match: str | None, etag: str) -> bool:
-    """Whether ``If-None-Match`` names ``etag`` (weak comparison, as RFC 9110 asks for GET)."""
-    if not if_none_match:
-        return False
-    tags = [tag.strip() for tag in if_none_match.split(",")]
-    return any(tag == "*" or tag.removeprefix("W/") == etag for tag in tags)
-
-
 CONTENT_LANGUAGE = ResponseHeader(
     name="Content-Language",
     description="The transcript's language; another than lang asked for when no track is in it.",
@@ -98,29 +96,32 @@ CONTENT_LANGUAGE = ResponseHeader(
 )
 
 
+def _text_headers(mime_type: str, language: str | None) -> dict[str, str]:
+    headers = {"Content-Type": mime_type}
+    if language and _LANGUAGE_TAG.fullmatch(language):
+        headers["Content-Language"] = language
+    return headers
+
+
 def text_response(text: str, mime_type: str, *, language: str | None = None) -> Response[str]:
     """``text`` with ``mime_type`` as given: Litestar would append a second charset to ``text/*``.
 
     ``language`` (the transcript's) is sent as ``Content-Language``, so a client that asked for
     another one sees what it got in every format, subtitles included.
     """
-    headers = {"Content-Type": mime_type}
-    if language and _LANGUAGE_TAG.fullmatch(language):
-        headers["Content-Language"] = language
-    return Response(text, media_type=mime_type, headers=headers)
+    return Response(text, media_type=mime_type, headers=_text_headers(mime_type, language))
+
+
+def _from_library(found: VideoContext) -> bool:
+    """Whether ``found`` is the library's copy as it was read (the pipeline's one ``cache``
+    attempt), the only kind of answer ``RenderedCache`` may keep."""
+    return len(found.attempts) == 1 and found.attempts[0].stage == "cache"
 
 
 @get(
     "/api/v1/context",
-    response_headers=[
-        ResponseHeader(
-            name="ETag",
-            description="SHA-256 of the body, quoted.",
-            documentation_only=True,
-            value="",  # documentation only: gives the header its string schema
-        )
-    ],
-    responses={304: ResponseSpec(None, description="If-None-Match names the current ETag: no body.")},
+    response_headers=[ETAG_HEADER],
+    responses=NOT_MODIFIED,
 )
 async def context(
     request: Request,
@@ -138,8 +139,8 @@ async def context(
     found = await get_context(runtime, source, mode=checked_mode, lang=checked_lang, refresh=again, ctx=ctx)
     body = _ENCODER.encode(found)
     etag = etag_of(body)
-    if _matches(request.headers.get("if-none-match"), etag):
-        return Response(b"", status_code=304, headers={"ETag": etag})
+    if (unchanged := not_modified(request.headers.get("if-none-match"), etag)) is not None:
+        return unchanged  # type: ignore[return-value]
     # Already-encoded VideoContext JSON: the ETag is the hash of these exact bytes.
     return Response(body, media_type=_JSON, headers={"ETag": etag})  # type: ignore[arg-type]
 
@@ -148,7 +149,8 @@ async def context(
     "/api/v1/transcript",
     media_type=TEXT_MIME,
     response_description="The transcript rendered by the chosen formatter; Content-Type is its mimeType.",
-    response_headers=[CONTENT_LANGUAGE, ATTRIBUTION_HEADER],
+    response_headers=[CONTENT_LANGUAGE, ETAG_HEADER, ATTRIBUTION_HEADER],
+    responses=NOT_MODIFIED,
 )
 async def transcript(
     request: Request,
@@ -193,6 +195,16 @@ async def transcript(
             hint="Give lang as a BCP-47 tag (lang=de), or leave translate out.",
         )
     runtime = runtime_of(request)
+    if_none_match = if_none_match_of(request.scope)
+    # Not kept: a translation (kept in the blob store, which the version does not cover), nor an
+    # answer without SponsorBlock's segments (their data changes outside the library).
+    cache: RenderedCache | None = None if llm or skipped is not None else request.app.state.rendered
+    # The input as given: reading it is pure (same text, same settings, same video), so a hit
+    # need not parse it again; another spelling of the same video is an entry of its own.
+    key = (source, formatter.id, options.timestamps, checked_mode, checked_lang)
+    version = cache.version() if cache is not None else None  # before anything is read
+    if cache is not None and (kept := cache.get(key, version)) is not None:
+        return rendered_response(kept, if_none_match)  # type: ignore[return-value]
     ctx = request_ctx(request, runtime)
     found = await get_context(runtime, source, mode=checked_mode, lang=checked_lang, ctx=ctx)
     if checked_lang is not None:
@@ -200,8 +212,14 @@ async def transcript(
     if skipped is not None:
         found = without_skips(found, await find_skips(runtime, source, skipped, ctx))
     language = found.transcript.language if found.transcript else None
-    response = text_response(render_view(found, formatter, options), formatter.mime_type, language=language)
-    return attributed(response) if skipped is not None else response
+    body = render_view(found, formatter, options).encode()
+    headers = _text_headers(formatter.mime_type, language)
+    if skipped is not None:  # built on SponsorBlock's data: its licence asks for the attribution
+        headers["X-Data-Attribution"] = ATTRIBUTION
+    rendered = Rendered.of(body, headers)
+    if cache is not None and _from_library(found):
+        cache.put(key, version, rendered)
+    return rendered_response(rendered, if_none_match)  # type: ignore[return-value]
 
 
 @get("/api/v1/metadata")

@@ -23,7 +23,7 @@ import msgspec
 from ..models import Collection, CollectionItem, Page, SearchHit, VideoContext, VideoSummary
 from ..tokens import estimate_tokens
 
-__all__ = ["Blob", "BlobStore", "KvStore", "Storage", "summarize"]
+__all__ = ["Blob", "BlobStore", "KvStore", "Storage", "Versioned", "summarize"]
 
 
 @runtime_checkable
@@ -118,6 +118,23 @@ class Storage(Protocol):
 
     async def close(self) -> None:
         """Release connections; the store is unusable afterwards."""
+        ...
+
+
+@runtime_checkable
+class Versioned(Protocol):
+    """A storage that can tell, without a round trip, whether a saved video may have changed.
+
+    What keeps a rendered answer (``api/rendered.py``) from outliving the row it came from, even
+    when another process wrote the row. The Worker's D1 has nothing of the kind (an isolate sees
+    other isolates' writes only by asking), so ``CloudflareStorage`` does not offer it.
+    """
+
+    def data_version(self) -> int | None:
+        """A number that differs from every earlier answer once any write that may have changed a
+        saved video was committed, by this process or another; ``None`` when it cannot be told
+        now without waiting (then nothing may be served from a cache). Synchronous and cheap:
+        it runs on the event loop."""
         ...
 
 

@@ -69,6 +69,7 @@ class MemoryStorage:
         self._total_segments = 0
         self._collections: dict[str, bytes] = {}
         self._items: dict[str, dict[str, CollectionItem]] = {}
+        self._version = 0
 
     # --- videos -------------------------------------------------------------------------------
 
@@ -76,7 +77,12 @@ class MemoryStorage:
         video = self._videos.get(video_id)
         return None if video is None else _decode_context(video.raw)
 
+    def data_version(self) -> int:
+        """``Versioned``: counts saves and deletes (only this process sees this store)."""
+        return self._version
+
     async def put_context(self, context: VideoContext) -> None:
+        self._version += 1
         raw = _encode(context)
         summary = summarize(context)
         segments = []
@@ -119,6 +125,7 @@ class MemoryStorage:
         video = self._videos.pop(video_id, None)
         if video is None:
             return False
+        self._version += 1
         self._unindex(video)
         return True
 

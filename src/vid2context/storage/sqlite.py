@@ -163,6 +163,9 @@ class SQLiteDatabase:
             _load_vector_extension(conn)
             self._connections.append(conn)
             self._readers.put(conn)
+        self._version = self._connect()
+        self._version.execute("PRAGMA busy_timeout=0")  # asked on the event loop: never wait
+        self._connections.append(self._version)
         self._write_pool = ThreadPoolExecutor(1, thread_name_prefix="vid2context-db-write")
         self._read_pool = ThreadPoolExecutor(readers, thread_name_prefix="vid2context-db-read")
 
@@ -172,6 +175,17 @@ class SQLiteDatabase:
         for pragma in ("synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=30000"):
             conn.execute(f"PRAGMA {pragma}")
         return conn
+
+    def data_version(self) -> int | None:
+        """``PRAGMA data_version`` on a connection of its own that never writes, so it changes
+        with every commit of any other connection to the file: this process's writer, another
+        process's (a CLI push, another server worker). A few µs: in WAL mode it reads the shared
+        index's header. ``None`` when the file is busy (a checkpoint resetting the log) or closed:
+        with a busy timeout of 0 it never waits on the event loop."""
+        try:
+            return self._version.execute("PRAGMA data_version").fetchone()[0]
+        except self.driver.Error:
+            return None
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` on a reader connection, in one read transaction (a consistent snapshot)."""
@@ -237,6 +251,10 @@ class SQLiteStorage:
     def __init__(self, path: str | os.PathLike[str], *, readers: int = 4) -> None:
         self.database = SQLiteDatabase(path, readers=readers)
         self.vector_available = self.database.vector_available
+
+    def data_version(self) -> int | None:
+        """``Versioned``: any commit to the file, from any connection (``SQLiteDatabase``)."""
+        return self.database.data_version()
 
     # --- videos -------------------------------------------------------------------------------
 

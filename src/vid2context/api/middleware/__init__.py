@@ -2,9 +2,9 @@
 
 ``build_middleware(runtime)`` gives them outermost first::
 
-    RequestId    X-Request-Id on every response; last-resort ``internal`` answer
-    AccessLog    one JSON line per request on stderr        (VID2CONTEXT_ACCESS_LOG)
-    RobotsTag    X-Robots-Tag: noindex on /api/*
+    RequestId    X-Request-Id and X-Robots-Tag (on /api/*) on every response, the headers inner
+                 layers add (headers.py), the access log's line (VID2CONTEXT_ACCESS_LOG);
+                 last-resort ``internal`` answer
     EdgeUrl      this server's URL for the hints that name it (the Worker only)
     Cors         allowlist, preflights before auth          (VID2CONTEXT_CORS_ORIGINS)
     Auth         API keys and scopes; accounts in hosted mode (VID2CONTEXT_API_KEYS, ..._HOSTED)
@@ -15,7 +15,8 @@ A layer whose setting turns it off is left out rather than made to check on ever
 ``create_app`` wraps Litestar's own handler (router plus exception handlers) with them, so they
 see every request, unknown routes and mounted apps included, and ``wrap`` does the same for any
 ASGI app. Each is a plain ASGI callable (no ``BaseHTTPMiddleware``): no request object is built
-and nothing is buffered. Errors they answer go through ``api/errors.py``, the one error shape.
+and nothing is buffered. Only the outer layer wraps ``send`` on every request (``CORS`` too, when
+on), so the headers of all of them are added in one pass. Errors they answer go through ``api/errors.py``, the one error shape.
 
 Handlers get their per-request ``Ctx`` from ``request_ctx(request, runtime)``, the one builder: the
 timeout's deadline, the request id, and an abort when the timeout answers ``504``.
@@ -35,7 +36,6 @@ from .access_log import AccessLog
 from .auth import Auth, parse_api_keys
 from .cors import Cors, parse_origins
 from .edge import EdgeUrl
-from .headers import RobotsTag
 from .limits import Limits, request_ctx
 from .ratelimit import RateLimit, bucket_store
 from .request_id import RequestId
@@ -62,10 +62,12 @@ def build_middleware(
     settings = runtime.settings
     keys = parse_api_keys(settings.api_keys)
     worker = runtime.name == "worker"
-    layers: list[Middleware] = [RequestId]
-    if settings.access_log:
-        layers.append(partial(AccessLog, worker=worker, trust_proxy=settings.trust_proxy, stream=log_stream))
-    layers.append(RobotsTag)
+    access_log = (
+        AccessLog(worker=worker, trust_proxy=settings.trust_proxy, stream=log_stream)
+        if settings.access_log
+        else None
+    )
+    layers: list[Middleware] = [partial(RequestId, access_log=access_log)]
     if worker:
         layers.append(EdgeUrl)
     if settings.cors_origins:

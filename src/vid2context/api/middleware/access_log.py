@@ -4,22 +4,21 @@ A line per request, machine-readable, is what log shippers and ``jq`` want; stde
 free for the CLI. ``key`` is the API key's *name* (``key-1``, or a hashed entry's name) that the
 auth layer put in ``scope["state"]["key_name"]``, never the key; the query string is left out
 because it may carry inputs the caller would rather not see in logs. Turned off with
-``VID2CONTEXT_ACCESS_LOG=0`` (the layer is then not installed at all).
+``VID2CONTEXT_ACCESS_LOG=0`` (then no ``AccessLog`` is made at all).
 
 ``status`` is what was sent; ``500`` when the app failed before answering (the outer layer then
-answers ``internal``), ``499`` when the client went away first.
+answers ``internal``), ``499`` when the client went away first. The outer layer
+(``request_id.RequestId``) times the request and calls ``write``: it already sees every response
+start, so the log needs no layer (and no ``send`` wrapper) of its own.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
-from datetime import UTC, datetime
 from typing import Any, TextIO
 
 import msgspec
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._asgi import state_of
 from .client import client_ip
@@ -36,44 +35,30 @@ def _clean(text: str) -> str:
 
 
 class AccessLog:
+    """Writes the lines; made once per app."""
+
     def __init__(
-        self, app: ASGIApp, *, worker: bool = False, trust_proxy: bool = False, stream: TextIO | None = None
+        self, *, worker: bool = False, trust_proxy: bool = False, stream: TextIO | None = None
     ) -> None:
-        self.app = app
         self.worker = worker
         self.trust_proxy = trust_proxy
         self.stream = stream
         """Where lines go; ``None`` means ``sys.stderr`` as it is at write time."""
+        self._second = -1
+        self._prefix = ""
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status: int | None = None
+    def _timestamp(self, now: float) -> str:
+        """``now`` as ISO 8601 UTC to the millisecond; the part up to the second made once a second."""
+        second = int(now)
+        if second != self._second:
+            self._second, self._prefix = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        return f"{self._prefix}.{int((now - second) * 1000):03d}Z"
 
-        async def send_noting_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_noting_status)
-        except asyncio.CancelledError:
-            status = status or 499
-            raise
-        except Exception:
-            status = status or 500
-            raise
-        finally:
-            self._write(scope, status or 500, (time.perf_counter() - started) * 1000)
-
-    def _write(self, scope: Scope, status: int, ms: float) -> None:
+    def write(self, scope: Any, status: int, ms: float) -> None:
         state: dict[str, Any] = state_of(scope)
         path = scope.get("path") or ""
         line = {
-            "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "ts": self._timestamp(time.time()),
             "method": _clean(str(scope.get("method", ""))[:16]),
             "path": _clean(path[:MAX_PATH_CHARS]),
             "status": status,

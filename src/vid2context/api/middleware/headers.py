@@ -1,35 +1,48 @@
-"""``X-Robots-Tag: noindex`` on every ``/api/*`` response.
+"""The headers every response gets, added in one pass by the outer layer (``RequestId``).
 
-JSON answers must never compete with the docs in search results; a header is the only way to say
-so for responses that are not HTML. Error responses get it too, hence middleware, not a handler
-hook.
+- ``X-Request-Id`` on every response.
+- ``X-Robots-Tag: noindex`` on every ``/api/*`` response: JSON answers must never compete with
+  the docs in search results, and a header is the only way to say so for responses that are not
+  HTML. Error responses get it too, hence the outer layer, not a handler hook.
+- Those an inner layer asked for with ``add_headers`` (the rate limiter's ``X-RateLimit-*``):
+  they go on the response that layer lets through, and on any error answered inside it.
+
+One pass instead of a ``send`` wrapper per layer: each wrapper was a closure, a copied message
+and a rebuilt header list on every request.
 """
 
 from __future__ import annotations
 
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from typing import Any
 
-from ._asgi import canonical_path, is_api
+from ._asgi import state_of
 
-__all__ = ["RobotsTag"]
+__all__ = ["EXTRA_KEY", "ROBOTS", "add_headers", "finish"]
 
-_HEADER = (b"x-robots-tag", b"noindex")
+ROBOTS = (b"x-robots-tag", b"noindex")
+REQUEST_ID = b"x-request-id"
+EXTRA_KEY = "response_headers"
+"""``scope["state"]`` key of the headers inner layers add."""
+_OURS = frozenset({REQUEST_ID})
+_OURS_API = frozenset({REQUEST_ID, ROBOTS[0]})
 
 
-class RobotsTag:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+def add_headers(scope: Any, headers: list[tuple[bytes, bytes]]) -> None:
+    """Have ``headers`` put on this request's response (the outer layer adds them at its start)."""
+    state = state_of(scope)
+    if (earlier := state.get(EXTRA_KEY)) is not None:
+        earlier.extend(headers)
+    else:
+        state[EXTRA_KEY] = headers
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not is_api(canonical_path(scope["path"])):
-            await self.app(scope, receive, send)
-            return
 
-        async def send_tagged(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = [(k, v) for k, v in message.get("headers") or () if k.lower() != _HEADER[0]]
-                headers.append(_HEADER)
-                message = {**message, "headers": headers}  # type: ignore[typeddict-item]
-            await send(message)
-
-        await self.app(scope, receive, send_tagged)
+def finish(
+    headers: Any, own: list[tuple[bytes, bytes]], api: bool, extra: list[tuple[bytes, bytes]] | None
+) -> list[tuple[bytes, bytes]]:
+    """A response start's ``headers`` with ours in place of any the app set, then ``extra``."""
+    replaced = _OURS_API if api else _OURS
+    out = [(k, v) for k, v in headers or () if k.lower() not in replaced]
+    out += own
+    if extra:
+        out += extra
+    return out

@@ -35,13 +35,14 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import ErrorCode, VidError
 from ...storage.base import KvStore
 from ..errors import send_error
 from ._asgi import HEALTH_PATH, canonical_path, is_api, is_preflight, state_of
 from .client import client_ip
+from .headers import add_headers
 
 __all__ = ["KEY_PREFIX", "Bucket", "RateLimit", "bucket_store", "burst_for"]
 
@@ -150,13 +151,8 @@ class RateLimit:
             )
             return
 
-        async def send_with_limits(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = [*(message.get("headers") or ()), *limit_headers]
-                message = {**message, "headers": headers}  # type: ignore[typeddict-item]
-            await send(message)
-
-        await self.app(scope, receive, send_with_limits)
+        add_headers(scope, limit_headers)  # the outer layer puts them on whatever answers inside
+        await self.app(scope, receive, send)
 
     async def take(self, who: str) -> tuple[bool, int, int]:
         """Take a token from ``who``'s bucket: ``(allowed, whole tokens left, retry-after seconds)``."""

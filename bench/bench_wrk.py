@@ -1,0 +1,148 @@
+"""Cached ``GET /api/v1/transcript?format=srt`` over sockets: ``vid2context serve`` against a bare
+granian route, both loaded by ``wrk -t2 -c64`` (the issue's figures were taken this way).
+
+Needs ``wrk`` on the PATH (Debian: ``apt-get install wrk``); without it the benchmark reports
+that and measures nothing, so ``make bench`` and CI never depend on it. Ours is ``vid2context
+serve --workers BENCH_WRK_WORKERS`` (default 2) with the settings it starts with, but for a rate
+limit too high to refuse any request (its layer still runs) and the access log off (its lines
+would go to a pipe nobody reads); the bare side is one Litestar route answering the same SRT
+bytes under granian with as many workers. The video is read once first (YouTube answered by the
+tests' replay server). The sides alternate ``BENCH_WRK_ROUNDS`` times for ``BENCH_WRK_SECONDS``
+each; figures are wrk's own (requests/s, latency percentiles), with the load average before.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.youtube_replay import ReplayServer  # noqa: E402 - the tests' replay server
+
+from bench.bench_api import _free_port, server_env  # noqa: E402
+
+PATH = "/api/v1/transcript?url=GJLlxj_dtq8&format=srt"
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
+
+
+def _wait(url: str, process: subprocess.Popen[bytes]) -> None:
+    ready_by = time.monotonic() + 120  # polling for readiness, not timing anything
+    while True:
+        try:
+            if httpx.get(url, timeout=10).status_code < 500:
+                return
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > ready_by:
+            raise RuntimeError(f"the server at {url} did not start")
+        time.sleep(0.2)
+
+
+def _ms(text: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()  # type: ignore[union-attr]
+    return round(float(number) * _UNITS[unit], 3)
+
+
+def _wrk(url: str, seconds: int) -> dict[str, float]:
+    out = subprocess.run(
+        ["wrk", "-t2", "-c64", f"-d{seconds}s", "--latency", url],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=seconds + 60,
+    ).stdout
+    figures = {"requests_per_s": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))}  # type: ignore[union-attr]
+    for percent in ("50", "90", "99"):
+        figures[f"p{percent}_ms"] = _ms(re.search(rf"\s{percent}%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
+    errors = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    figures["non_2xx"] = int(errors.group(1)) if errors else 0
+    return figures
+
+
+BARE = """
+import os
+from litestar import Litestar, get
+from litestar.response import Response
+BODY = bytes.fromhex(os.environ["BARE_BODY"])
+TYPE = os.environ["BARE_TYPE"]
+@get("/api/v1/transcript", media_type=TYPE)
+async def bare() -> Response[bytes]:
+    return Response(BODY, media_type=TYPE)
+app = Litestar([bare], logging_config=None, openapi_config=None)
+"""
+
+
+def run() -> dict[str, object]:
+    if shutil.which("wrk") is None:
+        return {"skipped": "wrk is not installed (Debian: apt-get install wrk)"}
+    workers = int(os.environ.get("BENCH_WRK_WORKERS", "2"))
+    rounds = int(os.environ.get("BENCH_WRK_ROUNDS", "2"))
+    seconds = int(os.environ.get("BENCH_WRK_SECONDS", "10"))
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as home, ReplayServer() as replay:
+        env = server_env(home, replay.origin, VID2CONTEXT_RATE_LIMIT="100000000")
+        ours_port, bare_port = _free_port(), _free_port()
+        ours = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "vid2context",
+                "serve",
+                "--port",
+                str(ours_port),
+                "--workers",
+                str(workers),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        bare: subprocess.Popen[bytes] | None = None
+        try:
+            ours_url = f"http://127.0.0.1:{ours_port}{PATH}"
+            _wait(f"http://127.0.0.1:{ours_port}/api/v1/health", ours)
+            first = httpx.get(ours_url, timeout=120)
+            first.raise_for_status()
+            Path(home, "bare_app.py").write_text(BARE, encoding="utf-8")
+            bare_env = {**env, "BARE_BODY": first.content.hex(), "BARE_TYPE": first.headers["content-type"]}
+            bare = subprocess.Popen(
+                [sys.executable, "-m", "granian", "--interface", "asgi", "--workers", str(workers),
+                 "--port", str(bare_port), "--no-access-log", "--working-dir", home, "bare_app:app"],
+                env=bare_env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            bare_url = f"http://127.0.0.1:{bare_port}{PATH}"
+            _wait(bare_url, bare)
+            results: dict[str, list[dict[str, float]]] = {"ours": [], "bare": []}
+            for url in (ours_url, bare_url):
+                _wrk(url, 2)  # warm-up
+            for _ in range(rounds):
+                results["ours"].append(_wrk(ours_url, seconds))
+                results["bare"].append(_wrk(bare_url, seconds))
+        finally:
+            for process in (ours, bare):
+                if process is not None:
+                    process.terminate()
+                    process.wait(timeout=60)
+    best = {side: max(runs, key=lambda r: r["requests_per_s"]) for side, runs in results.items()}
+    return {
+        "route": "GET /api/v1/transcript?format=srt (stored video), wrk -t2 -c64, against a bare granian route",
+        "workers": workers,
+        "seconds_per_run": seconds,
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "body_bytes": len(first.content),
+        "runs": results,
+        "ratio_requests_per_s": round(best["ours"]["requests_per_s"] / best["bare"]["requests_per_s"], 3),
+    }
