@@ -78,6 +78,8 @@ def read_wav(data: bytes) -> WavLayout:
                 raise WavError("its data chunk comes before any fmt chunk")
             return _layout(data, fmt, fields, body, size)
         position = body + size + (size & 1)  # chunks are padded to an even length
+    if position < len(data):
+        raise WavError("it is cut short inside a chunk header")
     raise WavError("it has no fmt chunk" if fmt is None else "it has no data chunk")
 
 
