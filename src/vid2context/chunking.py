@@ -139,14 +139,21 @@ def too_large(audio: AudioInput, max_bytes: int, reason: str | None = None) -> V
     it cannot split audio at all; ``chunking_portable`` names the container it cannot cut)."""
     size, cap = _sizes(audio.size or 0, max_bytes)
     if reason is None:
-        reason, convert = "this runtime cannot split audio", "Compress it to mono speech audio first"
+        reason = "this runtime cannot split audio"
+        hint = (
+            "Compress it to mono speech audio first (about 30 MB an hour at 64 kbit/s), or tell the user "
+            "the local runtime splits long audio with ffmpeg (`vid2context get FILE`)."
+        )
     else:
-        convert = "Convert it to MP3 or WAV, which this runtime cuts into pieces, or compress it"
+        hint = (
+            "Convert it to MP3 or WAV, which this runtime cuts into pieces (mono speech MP3 is about 14 MB "
+            "an hour at 32 kbit/s), or tell the user the local runtime splits long audio of any kind with "
+            "ffmpeg (`vid2context get FILE`)."
+        )
     return VidError(
         ErrorCode.TOO_LARGE,
         f"{audio.describe()} is {size}, over the {cap} a speech-to-text request may carry, and {reason}.",
-        hint=f"{convert} (mono speech audio is about 30 MB an hour at 64 kbit/s), or tell the user the "
-        "local runtime splits long audio of any kind with ffmpeg (`vid2context get FILE`).",
+        hint=hint,
     )
 
 
