@@ -12,8 +12,8 @@ into the pieces a 16 MB rung takes (Workers AI), each at most 10 minutes, by:
   child, user + system), the reference: the cheapest way to cut it with ffmpeg, nothing re-encoded.
 
 Figures per file: size, pieces, CPU seconds of each (median of ``BENCH_CUT_ROUNDS``, default 3)
-and ``ratio`` = python / ffmpeg. CPython's figures; Pyodide on the Worker runs the same loop a few
-times slower.
+and ``ratio`` = python / ffmpeg. CPython's figures; Pyodide, which runs the Worker's Python, is
+not measured here.
 """
 
 from __future__ import annotations
