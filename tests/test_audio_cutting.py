@@ -140,7 +140,10 @@ async def test_a_broken_wav_over_the_cap_is_a_bad_request(data: bytes, reason: s
     with pytest.raises(VidError) as caught:
         await pieces(AudioInput.from_bytes(data, filename="rec.wav"), max_bytes=10)
     assert caught.value.code is ErrorCode.BAD_REQUEST
-    assert caught.value.message.startswith("rec.wav is a WAV file that cannot be read") and reason in caught.value.message
+    assert (
+        caught.value.message.startswith("rec.wav is a WAV file that cannot be read")
+        and reason in caught.value.message
+    )
     assert "playable WAV" in (caught.value.hint or "")
 
 
@@ -285,4 +288,7 @@ async def test_a_cap_below_one_frame_is_too_large(media: dict[str, Path]) -> Non
     data = media["wav"].read_bytes()
     with pytest.raises(VidError) as caught:
         await pieces(AudioInput.from_bytes(data, filename="long.wav"), max_bytes=45)  # a 44-byte header
-    assert caught.value.code is ErrorCode.TOO_LARGE and "a single frame of it does not fit" in caught.value.message
+    assert (
+        caught.value.code is ErrorCode.TOO_LARGE
+        and "a single frame of it does not fit" in caught.value.message
+    )

@@ -21,8 +21,8 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from vid2context.api import create_app
-from vid2context.chunking import AudioChunk, PassthroughPrep, SttPlan, merge, retrying
 from vid2context.audio_mp3 import read_mp3
+from vid2context.chunking import AudioChunk, PassthroughPrep, SttPlan, merge, retrying
 from vid2context.chunking_portable import PortablePrep, mp3_cuts
 from vid2context.ctx import Ctx
 from vid2context.errors import ErrorCode, VidError

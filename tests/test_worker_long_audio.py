@@ -64,7 +64,9 @@ async def test_a_long_upload_is_cut_and_transcribed_at_absolute_times(
     runtime.stt_plan.chunk_bytes = piece_bytes
     data = path.read_bytes()
     assert len(data) > 3 * piece_bytes
-    info = await save_upload(runtime, data, f"lecture.{container}", f"audio/{'wav' if container == 'wav' else 'mpeg'}")
+    info = await save_upload(
+        runtime, data, f"lecture.{container}", f"audio/{'wav' if container == 'wav' else 'mpeg'}"
+    )
     context = await get_context(runtime, info.input, mode="stt")
     transcript = context.transcript
     assert transcript is not None and transcript.note is not None and "pieces" in transcript.note
