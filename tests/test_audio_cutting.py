@@ -125,28 +125,6 @@ def test_extensible_and_odd_chunks_are_read(tmp_path: Path) -> None:
     assert total // 2 - overlap == len(decoded(data, rate)) // 2
 
 
-@pytest.mark.parametrize(
-    ("data", "reason"),
-    [
-        (b"RIFF\x00\x00\x00\x00WAVEfmt \x10\x00", "cut short inside a chunk header"),
-        (b"RIFF\x00\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00", "fmt chunk is cut short"),
-        (b"RIFF\x00\x00\x00\x00WAVEdata\x04\x00\x00\x00" + b"\x00" * 4000, "before any fmt chunk"),
-        (b"RIFF\x00\x00\x00\x00WAVE" + os.urandom(4000), ""),
-    ],
-)
-async def test_a_broken_wav_over_the_cap_is_a_bad_request(data: bytes, reason: str) -> None:
-    with pytest.raises(WavError):
-        read_wav(data)
-    with pytest.raises(VidError) as caught:
-        await pieces(AudioInput.from_bytes(data, filename="rec.wav"), max_bytes=10)
-    assert caught.value.code is ErrorCode.BAD_REQUEST
-    assert (
-        caught.value.message.startswith("rec.wav is a WAV file that cannot be read")
-        and reason in caught.value.message
-    )
-    assert "playable WAV" in (caught.value.hint or "")
-
-
 # --- MP3 -----------------------------------------------------------------------------------------------
 
 
@@ -225,21 +203,28 @@ async def test_a_truncated_mp3_loses_only_its_last_frame(media: dict[str, Path])
 
 
 @pytest.mark.parametrize(
-    ("data", "reason"),
+    ("name", "data", "reason"),
     [
-        (os.urandom(20_000), "no run of MPEG audio frames"),
-        (junk(20_000, 4), "no run of MPEG audio frames"),
-        (b"ID3\x04\x00\x00\x00\x00\x00\x20" + b"\x00" * 32 + junk(20_000, 5), "no run of MPEG audio frames"),
+        ("rec.wav", b"RIFF\x00\x00\x00\x00WAVEfmt \x10\x00", "cut short inside a chunk header"),
+        ("rec.wav", b"RIFF\x00\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00", "fmt chunk is cut short"),
+        ("rec.wav", b"RIFF\x00\x00\x00\x00WAVEdata\x04\x00\x00\x00" + b"\x00" * 4000, "before any fmt chunk"),
+        ("rec.wav", b"RIFF\x00\x00\x00\x00WAVE" + os.urandom(4000), ""),
+        ("talk.mp3", os.urandom(20_000), "no run of MPEG audio frames"),
+        ("talk.mp3", junk(20_000, 4), "no run of MPEG audio frames"),
+        ("talk.mp3", b"ID3\x04\x00\x00\x00\x00\x00\x20" + b"\x00" * 32 + junk(20_000, 5), "no run of MPEG"),
     ],
 )
-async def test_garbage_named_mp3_over_the_cap_is_a_bad_request(data: bytes, reason: str) -> None:
-    with pytest.raises(Mp3Error):
-        read_mp3(data)
+async def test_a_broken_wav_or_mp3_over_the_cap_is_a_bad_request(name: str, data: bytes, reason: str) -> None:
+    wav = name.endswith(".wav")
+    with pytest.raises(WavError if wav else Mp3Error):
+        (read_wav if wav else read_mp3)(data)
     with pytest.raises(VidError) as caught:
-        await pieces(AudioInput.from_bytes(data, filename="talk.mp3"), max_bytes=1000)
+        await pieces(AudioInput.from_bytes(data, filename=name), max_bytes=10)
     assert caught.value.code is ErrorCode.BAD_REQUEST
-    assert caught.value.message.startswith("talk.mp3 is an MP3 file that cannot be read: ")
+    kind = "a WAV" if wav else "an MP3"
+    assert caught.value.message.startswith(f"{name} is {kind} file that cannot be read: ")
     assert reason in caught.value.message
+    assert f"playable {kind[-3:].strip()} file" in (caught.value.hint or "")
 
 
 # --- what cannot be cut ---------------------------------------------------------------------------------
