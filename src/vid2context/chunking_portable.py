@@ -52,6 +52,10 @@ _NOT_CUTTABLE = (
 )
 
 
+class _NoRoom(ValueError):
+    """The cap holds not even one frame (or sample frame) with its piece's header."""
+
+
 def _named(data: bytes) -> str | None:
     """The container of bytes this module knows cannot be cut here, by its signature."""
     for magic, at, name in _NOT_CUTTABLE:
@@ -81,7 +85,7 @@ def wav_cuts(
     """The pieces of a WAV as (first frame, end frame, frames of overlap)."""
     fits = (max_bytes - layout.header_bytes) // layout.block_align
     if fits < 1:
-        raise ValueError("max_bytes holds no sample frame")
+        raise _NoRoom("max_bytes holds no sample frame")
     return list(_cuts(layout.frames, 1 / layout.sample_rate, fits, max_sec, overlap_sec))
 
 
@@ -98,7 +102,7 @@ def mp3_cuts(
         by_bytes = bisect.bisect_right(sizes, sizes[first] + max_bytes) - 1  # the last end that fits
         end = min(layout.frames, first + by_time, by_bytes)
         if end <= first:
-            raise ValueError("max_bytes holds no MPEG frame")
+            raise _NoRoom("max_bytes holds no MPEG frame")
         pieces.append((first, end, carried))
         if end >= layout.frames:
             return pieces
@@ -160,7 +164,7 @@ def _plan(
         if not over:
             return None  # sent whole: the service may still read it
         raise _broken(audio, "WAV", str(error)) from None
-    except ValueError:  # a cap too small for a single frame
+    except _NoRoom:
         raise too_large(audio, max_bytes, "a single frame of it does not fit") from None
     if over:
         kind = _named(data)
