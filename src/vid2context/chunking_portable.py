@@ -16,7 +16,7 @@ Audio that fits both limits is sent whole, as it is, whatever its container. Aud
 ``max_bytes`` in another container is refused::
 
     WAV or MP3 over the limits ........................ cut into pieces
-    says WAV (RIFF/WAVE) or MP3 (name, type) but broken  bad-request (what is wrong with it)
+    over the cap, says WAV or MP3 but cannot be read ... bad-request (what is wrong with it)
     Ogg, MP4/M4A, WebM/Matroska, FLAC, anything else ... too-large (cannot be cut here)
     a file path, 0 bytes ............................... as chunking.PassthroughPrep
 """
@@ -120,12 +120,8 @@ class PortablePrep:
     async def chunks(
         self, audio: AudioInput, ctx: Ctx, *, max_bytes: int, max_sec: float
     ) -> AsyncIterator[AsyncIterator[AudioChunk]]:
-        data = audio.data
-        if not data:  # a path, or 0 bytes: the passthrough says why
-            async with self._whole.chunks(audio, ctx, max_bytes=max_bytes, max_sec=max_sec) as one:
-                yield one
-            return
-        planned = _plan(audio, data, max_bytes=max_bytes, max_sec=max_sec)
+        # A path or 0 bytes (the passthrough says why), or audio to send whole.
+        planned = _plan(audio, audio.data, max_bytes=max_bytes, max_sec=max_sec) if audio.data else None
         if planned is None:
             async with self._whole.chunks(audio, ctx, max_bytes=max_bytes, max_sec=max_sec) as one:
                 yield one
