@@ -21,7 +21,9 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from vid2context.api import create_app
+from vid2context.audio_mp3 import read_mp3
 from vid2context.chunking import AudioChunk, PassthroughPrep, SttPlan, merge, retrying
+from vid2context.chunking_portable import PortablePrep, mp3_cuts
 from vid2context.ctx import Ctx
 from vid2context.errors import ErrorCode, VidError
 from vid2context.models import CaptionTrack, Comment, Segment, Transcript, VideoMetadata, VideoRef
@@ -396,15 +398,48 @@ async def test_an_oversize_piece_is_too_large_and_is_not_retried(
 async def test_without_ffmpeg_audio_over_the_cap_is_refused_before_any_request(
     make_runtime: Any, fake: FakeWhisper
 ) -> None:
+    """Only WAV and MP3 can be cut without ffmpeg (``test_audio_cutting.py``): an M4A is refused."""
     runtime = make_runtime(openai_env(fake), ffmpeg=False)
-    assert isinstance(runtime.stt_plan.prep, PassthroughPrep)
+    assert isinstance(runtime.stt_plan.prep, PortablePrep)
     runtime.stt_plan.chunk_bytes = 1000
+    m4a = b"\x00\x00\x00\x20ftypM4A " + b"\x00" * 1000
     with pytest.raises(VidError) as caught:
-        await transcribe(
-            runtime, AudioInput.from_bytes(b"\xff" * 1001, filename="big.mp3"), ctx=Ctx(timeout=10)
-        )
+        await transcribe(runtime, AudioInput.from_bytes(m4a, filename="big.m4a"), ctx=Ctx(timeout=10))
     assert caught.value.code is ErrorCode.TOO_LARGE and "local runtime" in (caught.value.hint or "")
+    assert "MP4/M4A cannot be cut here" in caught.value.message
     assert fake.requests == []
+
+
+async def test_without_ffmpeg_a_long_mp3_is_cut_and_heard_at_its_times(
+    make_runtime: Any, fake: FakeWhisper, continuous: tuple[Path, list[Word]], tmp_path: Path
+) -> None:
+    """Hard cuts only (no silence anywhere): the overlap and the merge keep every word once."""
+    path, words = continuous
+    mp3 = tmp_path / "continuous.mp3"
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(path), "-c:a", "libmp3lame", "-b:a",
+                    "32k", str(mp3)], check=True)  # fmt: skip
+    runtime = make_runtime(openai_env(fake), ffmpeg=False, chunk_bytes=40_000)
+    data = mp3.read_bytes()
+    transcript = await transcribe(
+        runtime, AudioInput.from_bytes(data, filename="talk.mp3", mime="audio/mpeg"), ctx=Ctx(timeout=60)
+    )
+    assert len(fake.requests) == 5 and all(r.size <= 40_000 for r in fake.requests)  # 36 s in 5 pieces
+    assert words_of(transcript) == expected(words)
+    # Away from the seams each segment spans its words within the encoder's delay (1,105 samples,
+    # 69 ms at 16 kHz, kept in the stream's time) and the stand-in's 50 ms frames; in a seam the
+    # merge cuts segments and places their words by their length, so half a word is allowed there.
+    layout = read_mp3(data)
+    seams = [(f * layout.frame_sec, (f + c) * layout.frame_sec) for f, _, c in mp3_cuts(
+        layout, max_bytes=40_000, max_sec=600.0) if c]  # fmt: skip
+    by_text = {w.text: w for w in words}
+    for segment in transcript.segments:
+        said = [by_text[p.strip(".,")] for p in segment.text.split()]
+        seam = any(segment.start_sec < end + 1 and segment.end_sec > start - 1 for start, end in seams)
+        tolerance = 0.45 if seam else 0.15
+        assert abs(segment.start_sec - said[0].start) <= tolerance, (segment, said[0])
+        assert abs(segment.end_sec - said[-1].end) <= tolerance, (segment, said[-1])
+    assert sum(not any(s.start_sec < e + 1 and s.end_sec > b - 1 for b, e in seams)
+               for s in transcript.segments) >= 3  # fmt: skip
 
 
 MIB = 1024 * 1024
@@ -748,7 +783,7 @@ async def test_an_upload_in_auto_mode_answers_what_speech_to_text_answers(
         data = b"\x07" * 1000
         if case == "too-large":
             runtime = make_runtime(openai_env(fake), ffmpeg=False, chunk_bytes=MIB)
-            data = b"\x07" * (MIB + 1)
+            data = b"\x00\x00\x00\x20ftypM4A " + b"\x07" * (MIB - 11)  # M4A: not cut without ffmpeg
         elif case == "rung-failures":  # groq refuses the key, the self-hosted service fails
             runtime = make_runtime({**groq_env(refusing), **openai_env(fake)}, ffmpeg=False, retries=0)
             fake.fail_next(500, count=2)

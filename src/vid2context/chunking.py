@@ -7,8 +7,9 @@ speech-to-text rung:
    ``plan.chunk_sec``, handing each one on as soon as it is planned (locally, while the decode
    pass is still running), so the first requests go out before the audio has been read to its
    end. Locally that is ffmpeg (``providers/audio_local.py``: mono 16 kHz speech
-   audio, cuts inside silences); on the Worker, ``PassthroughPrep`` sends audio that fits as it is
-   and refuses audio that does not (there is no ffmpeg there).
+   audio, cuts inside silences); on the Worker, where there is no ffmpeg, ``chunking_portable``
+   cuts WAV and MP3 without decoding them and sends other audio whole when it fits
+   (``PassthroughPrep``), refusing it when it does not.
 2. The pieces are transcribed by at most ``plan.concurrency`` requests at a time, each encoded
    (``plan.prep.load``) just before a request slot frees up; no more than ``concurrency +
    lookahead`` pieces are taken from the plan and not yet answered, so memory stays flat. A piece that
@@ -53,6 +54,7 @@ __all__ = [
     "all_or_first_error",
     "merge",
     "retrying",
+    "too_large",
     "transcribe_audio",
 ]
 
@@ -120,14 +122,7 @@ class PassthroughPrep:
                 ErrorCode.BAD_REQUEST, f"{audio.describe()} is empty (0 bytes).", hint="Send audio or video."
             )
         if len(audio.data) > max_bytes:
-            size, cap = _sizes(len(audio.data), max_bytes)
-            raise VidError(
-                ErrorCode.TOO_LARGE,
-                f"{audio.describe()} is {size}, over the {cap} a speech-to-text request may carry, and this "
-                "runtime cannot split audio.",
-                hint="Compress it to mono speech audio first (about 30 MB an hour at 64 kbit/s), or tell the "
-                "user the local runtime splits long audio with ffmpeg (`vid2context get FILE`).",
-            )
+            raise too_large(audio, max_bytes)
         yield _one(AudioChunk(index=0, start_sec=0.0, end_sec=audio.duration_sec, audio=audio))
 
     async def load(self, chunk: AudioChunk, ctx: Ctx) -> AudioInput:
@@ -137,6 +132,29 @@ class PassthroughPrep:
 
 async def _one(chunk: AudioChunk) -> AsyncIterator[AudioChunk]:
     yield chunk
+
+
+def too_large(audio: AudioInput, max_bytes: int, reason: str | None = None) -> VidError:
+    """Audio over a request's cap that this runtime cannot cut: ``reason`` says why (by default,
+    it cannot split audio at all; ``chunking_portable`` names the container it cannot cut)."""
+    size, cap = _sizes(audio.size or 0, max_bytes)
+    if reason is None:
+        reason = "this runtime cannot split audio"
+        hint = (
+            "Compress it to mono speech audio first (about 30 MB an hour at 64 kbit/s), or tell the user "
+            "the local runtime splits long audio with ffmpeg (`vid2context get FILE`)."
+        )
+    else:
+        hint = (
+            "Convert it to MP3 or WAV, which this runtime cuts into pieces (mono speech MP3 is about 14 MB "
+            "an hour at 32 kbit/s), or tell the user the local runtime splits long audio of any kind with "
+            "ffmpeg (`vid2context get FILE`)."
+        )
+    return VidError(
+        ErrorCode.TOO_LARGE,
+        f"{audio.describe()} is {size}, over the {cap} a speech-to-text request may carry, and {reason}.",
+        hint=hint,
+    )
 
 
 def _sizes(size: int, cap: int) -> tuple[str, str]:
@@ -170,9 +188,16 @@ class SttPlan:
     backoff_cap_s: float = 30.0
     max_wait_s: float = 120.0
     """A ``Retry-After`` longer than this fails the rung (the next rung is tried) instead of waiting."""
-    prep: AudioPrep = field(default_factory=PassthroughPrep)
+    prep: AudioPrep = field(default_factory=lambda: _portable_prep())
+    """``chunking_portable.PortablePrep`` (WAV and MP3 cut in memory) unless the runtime has ffmpeg."""
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     """Replaced in tests, which then see every wait without waiting."""
+
+
+def _portable_prep() -> AudioPrep:
+    from .chunking_portable import PortablePrep  # it builds on this module
+
+    return PortablePrep()
 
 
 class RetryPlan(Protocol):

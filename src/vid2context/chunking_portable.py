@@ -1,0 +1,234 @@
+"""The portable ``chunking.AudioPrep``: long WAV and MP3 cut in pure Python, where no ffmpeg is.
+
+On the Worker (and anywhere ffmpeg is missing) audio cannot be decoded, but the two containers
+most speech arrives in can be cut without decoding: WAV on sample frames (``audio_wav``), MP3 on
+frame boundaries (``audio_mp3``). ``PortablePrep`` cuts them into pieces of at most ``max_bytes``
+and ``max_sec`` each, so ``chunking.transcribe_audio`` sends them concurrently and merges them
+as it does the local runtime's ffmpeg pieces. Offsets come from the container itself (frames
+over the sample rate), so every segment lands at its absolute time.
+
+Cuts are hard (there is no decoded audio to find silences in): every piece after the first starts
+``OVERLAP_SEC`` before the previous one ends, so a word cut in two is heard whole by one of them,
+and ``chunking.merge`` removes what both heard. The overlap also covers an MP3 piece's first
+frames, which cannot be decoded when they borrow from the bit reservoir of frames left behind.
+
+Audio that fits both limits is sent whole, as it is, whatever its container. Audio over
+``max_bytes`` in another container is refused::
+
+    WAV or MP3 over the limits ........................ cut into pieces
+    over the cap, says WAV or MP3 but cannot be read ... bad-request (what is wrong with it)
+    Ogg, MP4/M4A, WebM/Matroska, FLAC, anything else ... too-large (cannot be cut here)
+    a file path, 0 bytes ............................... as chunking.PassthroughPrep
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+
+from .audio_mp3 import Mp3Error, Mp3Layout, has_id3, read_mp3
+from .audio_wav import WavError, WavLayout, is_wav, read_wav, wav_piece
+from .chunking import AudioChunk, PassthroughPrep, too_large
+from .ctx import Ctx
+from .errors import ErrorCode, VidError
+from .providers.speech import AudioInput
+
+__all__ = ["OVERLAP_SEC", "PortablePrep", "mp3_cuts", "wav_cuts"]
+
+OVERLAP_SEC = 3.0
+"""How much of the previous piece each piece repeats (at most a quarter of a piece), as the
+local runtime's hard cuts do (``providers/audio_local.OVERLAP_SEC``)."""
+
+_SNIFF_BYTES = 65536
+"""How far into unnamed bytes an MPEG frame chain is looked for before they are called unknown."""
+
+_NOT_CUTTABLE = (
+    (b"OggS", 0, "Ogg"),
+    (b"fLaC", 0, "FLAC"),
+    (b"\x1a\x45\xdf\xa3", 0, "WebM/Matroska"),
+    (b"ftyp", 4, "MP4/M4A"),
+)
+
+
+class _NoRoom(ValueError):
+    """The cap holds not even one frame (or sample frame) with its piece's header."""
+
+
+def _named(data: bytes) -> str | None:
+    """The container of bytes this module knows cannot be cut here, by its signature."""
+    for magic, at, name in _NOT_CUTTABLE:
+        if data[at : at + len(magic)] == magic:
+            return name
+    return None
+
+
+def _cuts(
+    count: int, unit_sec: float, fits: int, max_sec: float, overlap_sec: float
+) -> Iterator[tuple[int, int, int]]:
+    """(first unit, end unit, units overlapping the previous piece) for fixed-size units."""
+    per_piece = max(1, min(fits, int(max_sec / unit_sec)))
+    overlap = min(int(overlap_sec / unit_sec), per_piece // 4)
+    first, carried = 0, 0
+    while True:
+        end = min(count, first + per_piece)
+        yield first, end, carried
+        if end >= count:
+            return
+        first, carried = end - overlap, overlap
+
+
+def wav_cuts(
+    layout: WavLayout, *, max_bytes: int, max_sec: float, overlap_sec: float = OVERLAP_SEC
+) -> list[tuple[int, int, int]]:
+    """The pieces of a WAV as (first frame, end frame, frames of overlap)."""
+    fits = (max_bytes - layout.header_bytes) // layout.block_align
+    if fits < 1:
+        raise _NoRoom("max_bytes holds no sample frame")
+    return list(_cuts(layout.frames, 1 / layout.sample_rate, fits, max_sec, overlap_sec))
+
+
+def mp3_cuts(
+    layout: Mp3Layout, *, max_bytes: int, max_sec: float, overlap_sec: float = OVERLAP_SEC
+) -> list[tuple[int, int, int]]:
+    """The pieces of an MP3 as (first frame, end frame, frames of overlap): as many frames as
+    ``max_sec`` allows and their bytes fit ``max_bytes``."""
+    sizes = [0, *itertools.accumulate(layout.lengths)]
+    by_time = max(1, int(max_sec / layout.frame_sec))
+    pieces: list[tuple[int, int, int]] = []
+    first, carried = 0, 0
+    while True:
+        by_bytes = bisect.bisect_right(sizes, sizes[first] + max_bytes) - 1  # the last end that fits
+        end = min(layout.frames, first + by_time, by_bytes)
+        if end <= first:
+            raise _NoRoom("max_bytes holds no MPEG frame")
+        pieces.append((first, end, carried))
+        if end >= layout.frames:
+            return pieces
+        overlap = min(int(overlap_sec / layout.frame_sec), (end - first) // 4)
+        first, carried = end - overlap, overlap
+
+
+class PortablePrep:
+    """``AudioPrep`` without ffmpeg: WAV and MP3 cut in memory; other audio whole or refused."""
+
+    def __init__(self) -> None:
+        self._whole = PassthroughPrep()
+
+    @asynccontextmanager
+    async def chunks(
+        self, audio: AudioInput, ctx: Ctx, *, max_bytes: int, max_sec: float
+    ) -> AsyncIterator[AsyncIterator[AudioChunk]]:
+        # A path or 0 bytes (the passthrough says why), or audio to send whole.
+        planned = _plan(audio, audio.data, max_bytes=max_bytes, max_sec=max_sec) if audio.data else None
+        if planned is None:
+            async with self._whole.chunks(audio, ctx, max_bytes=max_bytes, max_sec=max_sec) as one:
+                yield one
+            return
+        yield planned
+
+    async def load(self, chunk: AudioChunk, ctx: Ctx) -> AudioInput:
+        del ctx
+        return chunk.audio
+
+
+def _plan(
+    audio: AudioInput, data: bytes, *, max_bytes: int, max_sec: float
+) -> AsyncIterator[AudioChunk] | None:
+    """The pieces of a cuttable container over the limits; ``None`` when the audio is to be sent
+    whole (it fits, or it cannot be cut and fits); raises when it cannot be cut and does not fit."""
+    over = len(data) > max_bytes
+    try:
+        if is_wav(data):
+            wav = read_wav(data)
+            if not over and wav.duration_sec <= max_sec:
+                return None
+            cuts = wav_cuts(wav, max_bytes=max_bytes, max_sec=max_sec)
+            return _pieces(audio, cuts, 1 / wav.sample_rate, wav.duration_sec, "wav", "audio/wav",
+                           lambda first, end: wav_piece(data, wav, first, end))  # fmt: skip
+        if _named(data) is None and (_says_mp3(audio) or has_id3(data) or _starts_mp3(data)):
+            mp3 = _read_mp3(audio, data, max_bytes if over else None)
+            if mp3 is None:
+                return None
+            if not over and mp3.duration_sec <= max_sec:
+                return None
+            cuts = mp3_cuts(mp3, max_bytes=max_bytes, max_sec=max_sec)
+            return _pieces(audio, cuts, mp3.frame_sec, mp3.duration_sec, "mp3", "audio/mpeg",
+                           lambda first, end: mp3.piece(data, first, end))  # fmt: skip
+    except WavError as error:
+        if not over:
+            return None  # sent whole: the service may still read it
+        raise _broken(audio, "WAV", str(error)) from None
+    except _NoRoom:
+        raise too_large(audio, max_bytes, "a single frame of it does not fit") from None
+    if over:
+        kind = _named(data)
+        reason = f"{kind} cannot be cut here" if kind else "only WAV and MP3 can be cut here"
+        raise too_large(audio, max_bytes, reason)
+    return None
+
+
+def _read_mp3(audio: AudioInput, data: bytes, cap: int | None) -> Mp3Layout | None:
+    """The frames; or, when they cannot be read, ``None`` (it fits: sent whole) or the error it
+    deserves over the cap ``cap``: ``bad-request`` when its name or type says MP3, else
+    ``too-large`` (only a guess said MP3)."""
+    try:
+        return read_mp3(data)
+    except Mp3Error as error:
+        if _says_mp3(audio) and cap is not None:
+            raise _broken(audio, "MP3", str(error)) from None
+        if cap is not None:
+            raise too_large(audio, cap, "only WAV and MP3 can be cut here") from None
+        return None
+
+
+def _says_mp3(audio: AudioInput) -> bool:
+    return audio.filename.lower().endswith(".mp3") or audio.mime.lower() in ("audio/mpeg", "audio/mp3")
+
+
+def _starts_mp3(data: bytes) -> bool:
+    """Unnamed bytes whose first 64 KiB hold a validated chain of MPEG frames."""
+    try:
+        read_mp3(data[:_SNIFF_BYTES])
+    except Mp3Error:
+        return False
+    return True
+
+
+def _broken(audio: AudioInput, kind: str, reason: str) -> VidError:
+    return VidError(
+        ErrorCode.BAD_REQUEST,
+        f"{audio.describe()} is {'an' if kind == 'MP3' else 'a'} {kind} file that cannot be read: {reason}.",
+        hint=f"Send a whole, playable {kind} file (export it again), or tell the user the local runtime "
+        "reads damaged media with ffmpeg (`vid2context get FILE`).",
+    )
+
+
+async def _pieces(
+    audio: AudioInput,
+    cuts: list[tuple[int, int, int]],
+    unit_sec: float,
+    duration: float,
+    extension: str,
+    mime: str,
+    make: Callable[[int, int], bytes],
+) -> AsyncIterator[AudioChunk]:
+    """Each piece's bytes made only as it is taken, so at most the window's pieces are in memory
+    beside the whole."""
+    stem = audio.filename.rsplit(".", 1)[0] or "audio"
+    for index, (first, end, carried) in enumerate(cuts):
+        piece = make(first, end)
+        yield AudioChunk(
+            index=index,
+            start_sec=round(first * unit_sec, 6),
+            end_sec=round(duration if index == len(cuts) - 1 else end * unit_sec, 6),
+            overlap_sec=round(carried * unit_sec, 6),
+            audio=AudioInput(
+                kind="bytes",
+                data=piece,
+                filename=f"{stem}-{index + 1:03d}.{extension}",
+                mime=mime,
+                duration_sec=(end - first) * unit_sec,
+            ),
+        )
