@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
+from .standin_http import start, stop, url_of
+
 TALK_LINES: list[tuple[int, str]] = [
     (0, "Welcome to the show. Today we talk about python programming."),
     (1, "The weather today is sunny and warm."),
@@ -71,32 +73,18 @@ class FakeDeepgram:
     @property
     def url(self) -> str:
         assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return url_of(self._server)
 
     def env(self, **more: str) -> dict[str, str]:
         return {"DEEPGRAM_API_KEY": self.key, "VID2CONTEXT_DEEPGRAM_ORIGIN": self.url, **more}
 
     def __enter__(self) -> Self:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                fake._handle(self)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = start(self._handle)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            stop(self._server)
 
     # -- answering ----------------------------------------------------------------------------
 

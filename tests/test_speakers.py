@@ -383,12 +383,14 @@ async def test_mcp_get_transcript_takes_speakers(runtimes: Runtimes) -> None:
         unset = await client.call_tool("get_transcript", {"url": VIDEO})
         wrong = await client.call_tool("get_transcript", {"url": VIDEO, "speakers": "perhaps"})
         listy = await client.call_tool("get_transcript", {"url": VIDEO, "speakers": [True]})
+        huge = await client.call_tool("get_transcript", {"url": VIDEO, "speakers": "t" * 100_000})
+        number = await client.call_tool("get_transcript", {"url": VIDEO, "speakers": 2})
     assert not labelled.is_error, _text(labelled)
     assert "- Speakers: 2 voices labelled (Ana, Ben) by youtube/innertube" in _text(labelled)
     assert "Ana: line 0" in _text(labelled) and "Ben: line 1" in _text(labelled)
     assert not never.is_error and "Ana" not in _text(never) and "line 0" in _text(never)
     assert "Ana: line 0" in _text(unset) and "- Speakers:" not in _text(unset)
-    for bad in (wrong, listy):
+    for bad in (wrong, listy, huge, number):
         assert bad.is_error and "speakers" in _text(bad)
 
 
