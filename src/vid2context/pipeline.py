@@ -9,15 +9,17 @@ The transcript ladder, cheapest and most faithful first::
 
     cache ─▶ captions (each source provider that accepts the input) ─▶ speech-to-text rungs
 
-``mode=captions`` stops after captions, ``mode=stt`` skips them. ``speakers=True`` puts the rungs
-that label speakers (``speech.diarizes``: Deepgram) first on the speech-to-text ladder, and with
-``mode=stt`` a saved transcript that no such rung made is transcribed again when one is set up;
-it never skips captions by itself (``speakers.py`` says in a note how to get labels then). Speech-to-text takes the audio
+``mode=captions`` stops after captions, ``mode=stt`` skips them. Speech-to-text takes the audio
 from the first source that can give it (``AudioSource``; attempt stage ``audio``) and walks
 ``runtime.stt`` in order (``transcribe``): disabled rungs are recorded as skipped with the
 variable they miss, a failing rung hands over to the next. An upload has no captions by nature,
 so ``auto`` records its captions as skipped and answers exactly what ``mode=stt`` would: a
 ``too-large`` upload is ``too-large``, not a captions failure folded into ``all-rungs-failed``.
+
+``speakers=True`` puts the rungs that label speakers (``speech.diarizes``: Deepgram) first on the
+speech-to-text ladder, and with ``mode=stt`` a saved transcript that no such rung made is
+transcribed again when one is set up. It never skips captions by itself: ``speakers.py`` then
+says in a line how to get labels.
 """
 
 from __future__ import annotations
