@@ -336,10 +336,17 @@ async def test_rest_a_caption_transcript_says_how_to_get_labels(runtimes: Runtim
     async with serve(create_app(runtime, owns_runtime=False)) as client:
         asked = await client.get(f"{API}/transcript", params={"url": VIDEO, "speakers": "yes"})
         quiet = await client.get(f"{API}/transcript", params={"url": VIDEO, "speakers": ""})
+        as_json = await client.get(
+            f"{API}/transcript", params={"url": VIDEO, "speakers": "1", "format": "json"}
+        )
     assert asked.status_code == 200, asked.text
     line = next(x for x in asked.text.splitlines() if x.startswith("- Speakers: "))
     assert "carry no speaker labels" in line and "DEEPGRAM_API_KEY" in line and "mode=stt" in line
     assert quiet.status_code == 200 and "- Speakers:" not in quiet.text  # empty: not given
+    note = as_json.json()["transcript"]["note"]
+    assert note.startswith("Speakers: none: manual captions") and "DEEPGRAM_API_KEY" in note
+    stored = await runtime.storage.get_context(f"youtube:{VIDEO}")
+    assert stored is not None and stored.transcript is not None and stored.transcript.note is None
 
 
 @ON_WORKER_TOO

@@ -25,7 +25,7 @@ from .models import Transcript, VideoContext
 from .pipeline import labelling_rungs
 from .runtime import Runtime
 
-__all__ = ["DROPPED_MARK", "SpeakerView", "speaker_names", "with_speakers"]
+__all__ = ["DROPPED_MARK", "SpeakerView", "noted", "speaker_names", "with_speakers"]
 
 DROPPED_MARK = "speaker labels dropped"
 """What ``chunking.merge`` writes in the note of audio cut into pieces whose labels it dropped."""
@@ -85,6 +85,17 @@ def _why_none(runtime: Runtime, transcript: Transcript) -> str:
         f"none: {made_by} carry no speaker labels, and no speech-to-text rung here labels speakers "
         "(DEEPGRAM_API_KEY turns on Deepgram's, then ask with mode=stt)"
     )
+
+
+def noted(context: VideoContext, line: str) -> VideoContext:
+    """A copy whose transcript's note ends with ``Speakers: <line>``: where the ``json`` format,
+    which has no header, says it (as ``skip=`` says there what it removed)."""
+    transcript = context.transcript
+    if transcript is None:
+        return context
+    said = f"Speakers: {line}"
+    note = f"{transcript.note}; {said}" if transcript.note else said
+    return msgspec.structs.replace(context, transcript=msgspec.structs.replace(transcript, note=note))
 
 
 def with_speakers(runtime: Runtime, context: VideoContext, speakers: bool | None) -> SpeakerView:

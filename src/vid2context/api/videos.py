@@ -27,7 +27,7 @@ from ..formats import FORMATTERS, RenderOptions, render_view
 from ..integrations.skips import find_skips, parse_skip, video_id_of, without_skips
 from ..models import Base, Comment, VideoContext, VideoMetadata, VideoRef
 from ..pipeline import get_comments, get_context, get_metadata, list_items
-from ..speakers import with_speakers
+from ..speakers import noted, with_speakers
 from .middleware import request_ctx
 from .params import (
     FormatQuery,
@@ -213,6 +213,8 @@ async def transcript(
         found = without_skips(found, await find_skips(runtime, source, skipped, ctx))
     found, said = with_speakers(runtime, found, labels)
     options = msgspec.structs.replace(options, speakers=said)
+    if said is not None and formatter.id == "json":
+        found = noted(found, said)  # json has no header: the line goes in transcript.note
     language = found.transcript.language if found.transcript else None
     response = text_response(render_view(found, formatter, options), formatter.mime_type, language=language)
     return attributed(response) if skipped is not None else response
