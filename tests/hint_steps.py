@@ -64,7 +64,9 @@ INPUT_CODES = frozenset({"unsupported-input", "bad-request", "too-large", "not-f
 
 SETTING_NAMES = frozenset(setting.env for setting in SETTINGS)
 _TELL = re.compile(r"tell the user\b.*\bdo not\s+(?:retry|call again)", re.IGNORECASE | re.DOTALL)
-_SETTING = re.compile(r"\b(?:VID2CONTEXT|GROQ|CLOUDFLARE|NOTION|TELEGRAM|DISCORD|SLACK)_[A-Z0-9_]+\b")
+_SETTING = re.compile(
+    r"\b(?:VID2CONTEXT|GROQ|CLOUDFLARE|DEEPGRAM|NOTION|TELEGRAM|DISCORD|SLACK)_[A-Z0-9_]+\b"
+)
 _ROUTE = re.compile(r"\b(GET|POST|PUT|PATCH|DELETE) (/[^\s,;)`'\"]*[^\s,;)`'\".])")
 _ASSIGN = re.compile(r"(?<![\w/.&?-])([a-zA-Z][a-zA-Z_]*)=(?!=)")
 _VERB_ARG = re.compile(

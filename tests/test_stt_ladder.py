@@ -516,16 +516,17 @@ async def test_the_default_order_is_local_then_free_then_keyless_then_paid(
         "stt/groq/whisper-large-v3-turbo",
         "stt/cloudflare/@cf/openai/whisper-large-v3-turbo",
         "stt/self-hosted/whisper-1",
+        "stt/deepgram/nova-3",  # paid, and the one that labels speakers: last unless asked for
     ]
-    assert [r.tier for r in runtime.stt] == ["free", "free", "paid"]
+    assert [r.tier for r in runtime.stt] == ["free", "free", "paid", "paid"]
     keyless = make_runtime({"VID2CONTEXT_STT_URL": f"{fake.url}/v1"})
-    assert [(r.id, r.tier, r.enabled) for r in keyless.stt][-1] == (
+    assert [(r.id, r.tier, r.enabled) for r in keyless.stt if r.service != "deepgram"][-1] == (
         "stt/self-hosted/whisper-1",
         "keyless",
         True,
     )
     off = make_runtime({"VID2CONTEXT_STT_URL": f"{fake.url}/v1", "VID2CONTEXT_KEYLESS": "0"})
-    assert not off.stt[-1].enabled
+    assert not any(r.enabled for r in off.stt)
 
 
 async def test_without_the_groq_sdk_groq_is_reached_over_plain_httpx(
@@ -585,6 +586,7 @@ async def test_rungs_without_keys_are_skipped_and_say_which_variable_is_missing(
             "missing-key",
             "set CLOUDFLARE_ACCOUNT_ID and CLOUDFLARE_API_TOKEN",
         ),
+        "stt/deepgram/nova-3": ("missing-key", "set DEEPGRAM_API_KEY"),
     }
 
 
@@ -905,7 +907,9 @@ async def test_health_and_models_list_every_rung_and_never_a_value(
         for secret in (KEY, GROQ_KEY, fake.url):
             assert secret not in body
     stt = {p["id"]: p for p in health.json()["providers"] if p["kind"] == "stt"}
-    assert list(stt) == ["stt-groq", "stt-workers-ai", "stt-openai-compatible"]
+    assert list(stt) == ["stt-groq", "stt-workers-ai", "stt-openai-compatible", "stt-deepgram"]
+    assert stt["stt-deepgram"]["enabled"] is False
+    assert stt["stt-deepgram"]["rungs"][0]["requires"] == ["DEEPGRAM_API_KEY"]
     assert stt["stt-groq"]["enabled"] is True and stt["stt-workers-ai"]["enabled"] is False
     assert stt["stt-groq"]["rungs"] == [
         {
@@ -924,6 +928,7 @@ async def test_health_and_models_list_every_rung_and_never_a_value(
         ("stt/groq/whisper-large-v3-turbo", "stt", "free", True),
         ("stt/cloudflare/@cf/openai/whisper-large-v3-turbo", "stt", "free", False),
         ("stt/self-hosted/whisper-1", "stt", "paid", True),
+        ("stt/deepgram/nova-3", "stt", "paid", False),
     ]
     assert listed[1]["label"] == "whisper-large-v3-turbo"
 

@@ -26,6 +26,12 @@ overlap, keeps the earlier piece up to the end of that run and the later piece a
 two pieces heard nothing in common there, the overlap is split at its middle by segment midpoints.
 
 A rung with ``max_bytes = None`` (the local model) takes the whole audio and none of this applies.
+
+Speaker labels: a diarizing rung (``speech.diarizes``) numbers the voices of each request on its
+own, so "Speaker 1" of one piece need not be "Speaker 1" of the next. Such a rung is sent pieces
+of its own ``max_sec`` and ``max_bytes`` (hours, so one request holds most audio whole), not the
+plan's; when the audio still had to be cut, ``merge`` drops the labels and its note says why,
+rather than keep numbers that would name different people as one.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ import msgspec
 from .ctx import Ctx
 from .errors import ErrorCode, VidError, per_surface
 from .models import Segment, Transcript
-from .providers.speech import AudioInput, RungError, SpeechToText
+from .providers.speech import AudioInput, RungError, SpeechToText, diarizes, one_request_sec
 
 __all__ = [
     "AudioChunk",
@@ -244,7 +250,10 @@ async def transcribe_audio(
         ctx.progress("stt", None, f"{rung.id}: transcribing")
         transcript = await rung.transcribe(audio, ctx, lang=lang)
         return _require_words(transcript, rung, audio)
-    cap = min(rung.max_bytes, plan.chunk_bytes)
+    labels = diarizes(rung)
+    # A diarizing rung gets its own, larger pieces: its speaker numbers hold within one request only.
+    cap = rung.max_bytes if labels else min(rung.max_bytes, plan.chunk_bytes)
+    max_sec = (one_request_sec(rung) or plan.chunk_sec) if labels else plan.chunk_sec
     chunks: list[AudioChunk] = []
     tasks: list[asyncio.Task[Transcript]] = []
     total: int | None = None
@@ -273,7 +282,7 @@ async def transcribe_audio(
             ctx.progress("stt", done / total, f"{rung.id}: piece {done} of {total} transcribed")
         return result
 
-    async with plan.prep.chunks(audio, ctx, max_bytes=cap, max_sec=plan.chunk_sec) as planned:
+    async with plan.prep.chunks(audio, ctx, max_bytes=cap, max_sec=max_sec) as planned:
         try:
             async with asyncio.TaskGroup() as group:
                 async for chunk in planned:
@@ -348,6 +357,13 @@ def merge(chunks: list[AudioChunk], pieces: list[Transcript], *, producer: str) 
         merged.extend(segments)
     language = next((p.language for p in pieces if p.language), None)
     note = f"transcribed in {len(chunks)} pieces" if len(chunks) > 1 else None
+    if len(chunks) > 1 and any(s.speaker for s in merged):
+        # Each piece numbered its own voices: the same label in two pieces may be two people.
+        merged = [msgspec.structs.replace(s, speaker=None) for s in merged]
+        note = (
+            f"{note}; speaker labels dropped: each piece numbered its voices on its own, so the same "
+            "label in two pieces need not be the same person"
+        )
     return Transcript(
         language=language,
         origin="asr",

@@ -15,6 +15,11 @@ from the first source that can give it (``AudioSource``; attempt stage ``audio``
 variable they miss, a failing rung hands over to the next. An upload has no captions by nature,
 so ``auto`` records its captions as skipped and answers exactly what ``mode=stt`` would: a
 ``too-large`` upload is ``too-large``, not a captions failure folded into ``all-rungs-failed``.
+
+``speakers=True`` puts the rungs that label speakers (``speech.diarizes``: Deepgram) first on the
+speech-to-text ladder, and with ``mode=stt`` a saved transcript that no such rung made is
+transcribed again when one is set up. It never skips captions by itself: ``speakers.py`` then
+says in a line how to get labels.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from .inputs import is_list, parse_input
 from .models import Attempt, Comment, Mode, Stage, Transcript, VideoContext, VideoMetadata, VideoRef
 from .providers.base import AudioSource, SourceProvider
 from .providers.captions import missing_note, same_language
-from .providers.speech import AudioInput, SpeechToText
+from .providers.speech import AudioInput, SpeechToText, diarizes
 from .runtime import Runtime
 
 __all__ = [
@@ -42,6 +47,7 @@ __all__ = [
     "get_comments",
     "get_context",
     "get_metadata",
+    "labelling_rungs",
     "list_items",
     "resolve",
     "resolve_video",
@@ -196,14 +202,26 @@ def combine_errors(errors: list[VidError], attempts: list[Attempt]) -> VidError:
     )
 
 
-def _cache_fits(context: VideoContext, mode: Mode, lang: str | None) -> bool:
+def labelling_rungs(runtime: Runtime) -> list[SpeechToText]:
+    """The enabled speech-to-text rungs that label speakers, in ladder order."""
+    return [rung for rung in runtime.stt if rung.enabled and diarizes(rung)]
+
+
+def _cache_fits(
+    runtime: Runtime, context: VideoContext, mode: Mode, lang: str | None, speakers: bool | None = None
+) -> bool:
     """Whether a saved context answers this request without a new fetch: a transcript in ``lang``,
-    or the best track saved for the same missing ``lang`` before."""
+    or the best track saved for the same missing ``lang`` before. ``mode=stt`` with
+    ``speakers=True`` wants a transcript a labelling rung made, when one is set up to make it."""
     transcript = context.transcript
     if transcript is None:
         return False
     if mode == "stt" and transcript.origin != "asr":
         return False
+    if mode == "stt" and speakers is True:
+        labellers = {rung.id for rung in labelling_rungs(runtime)}
+        if labellers and transcript.producer not in labellers:
+            return False
     if mode == "captions" and transcript.origin == "asr":
         return False
     if lang and transcript.language and not same_language(lang, transcript.language, exact=False):
@@ -241,8 +259,12 @@ async def get_context(
     lang: str | None = None,
     refresh: bool = False,
     ctx: Ctx | None = None,
+    speakers: bool | None = None,
 ) -> VideoContext:
     """The video's metadata and transcript, from the library when it has them.
+
+    ``speakers=True`` prefers the speech-to-text rungs that label speakers (module docstring);
+    the labels in the answer are chosen afterwards, by ``speakers.with_speakers``.
 
     Raises ``VidError``: ``unsupported-input``/``bad-request`` for the input, the provider's code
     when one rung was tried, ``all-rungs-failed`` when several failed differently.
@@ -258,7 +280,7 @@ async def get_context(
         )
     if not refresh:
         cached = await runtime.storage.get_context(ref.id)
-        if cached is not None and _cache_fits(cached, checked_mode, lang):
+        if cached is not None and _cache_fits(runtime, cached, checked_mode, lang, speakers):
             hit = Attempt(id=runtime.storage.id, stage="cache", outcome="ok", ms=0)
             return VideoContext(
                 id=cached.id,
@@ -271,7 +293,8 @@ async def get_context(
             )
     if ctx.meter is not None:
         await ctx.meter.video_read()  # hosted mode: a read from the platform counts; 429 when over
-    key = (ref.id, checked_mode, (lang or "").lower(), refresh)
+    labels = speakers is True
+    key = (ref.id, checked_mode, (lang or "").lower(), refresh, labels)
     # The shared run gets a context of its own: its own deadline and abort signal, so the first
     # caller's disconnect or shorter deadline does not fail the others waiting on it.
     shared = Ctx(
@@ -283,7 +306,7 @@ async def get_context(
     try:
         return await runtime.flights.run(
             key,
-            lambda: _build_context(runtime, ref, checked_mode, lang, shared),
+            lambda: _build_context(runtime, ref, checked_mode, lang, shared, labels),
             wait=ctx.remaining,
             hand_off=runtime.hand_off,  # on the Worker: the run goes on (and is saved) past a timeout
         )
@@ -296,14 +319,14 @@ async def get_context(
 
 
 async def _build_context(
-    runtime: Runtime, ref: VideoRef, mode: Mode, lang: str | None, ctx: Ctx
+    runtime: Runtime, ref: VideoRef, mode: Mode, lang: str | None, ctx: Ctx, labels: bool = False
 ) -> VideoContext:
     attempts: list[Attempt] = []
     providers = _providers_for(runtime, ref)
     metadata: VideoMetadata = await _first_success(
         attempts, providers, "metadata", lambda p: p.metadata(ref, ctx)
     )
-    transcript = await _transcript(runtime, ref, providers, mode, lang, ctx, attempts)
+    transcript = await _transcript(runtime, ref, providers, mode, lang, ctx, attempts, labels)
     context = VideoContext(
         id=ref.id,
         metadata=metadata,
@@ -327,6 +350,7 @@ async def _transcript(
     lang: str | None,
     ctx: Ctx,
     attempts: list[Attempt],
+    labels: bool = False,
 ) -> Transcript:
     if mode == "video":
         raise VidError(
@@ -358,7 +382,7 @@ async def _transcript(
                 errors.append(error)
         if mode == "captions":
             raise combine_errors(errors, attempts)
-    return await _speech_to_text(runtime, ref, providers, mode, lang, ctx, attempts, errors)
+    return await _speech_to_text(runtime, ref, providers, mode, lang, ctx, attempts, errors, labels)
 
 
 # --- speech-to-text ----------------------------------------------------------------------------------
@@ -408,8 +432,10 @@ async def transcribe(
     lang: str | None = None,
     ctx: Ctx | None = None,
     attempts: list[Attempt] | None = None,
+    speakers: bool = False,
 ) -> Transcript:
-    """``audio`` through the speech-to-text ladder: each enabled rung in order until one answers.
+    """``audio`` through the speech-to-text ladder: each enabled rung in order until one answers;
+    with ``speakers``, the rungs that label speakers first (the others stay as fallbacks).
 
     Disabled rungs are recorded as skipped. Raises ``no-provider`` when no rung is enabled, the
     rung's own code when one rung was tried (or all failed the same way), ``all-rungs-failed``
@@ -418,6 +444,8 @@ async def transcribe(
     ctx = ctx or Ctx(timeout=runtime.settings.request_timeout_ms / 1000)
     attempts = [] if attempts is None else attempts
     ready = [rung for rung in runtime.stt if rung.enabled]
+    if speakers:
+        ready.sort(key=lambda rung: not diarizes(rung))  # stable: ladder order within each group
     attempts.extend(_skipped(rung) for rung in runtime.stt if not rung.enabled)
     if not ready:
         raise _no_stt_rung(attempts)
@@ -452,6 +480,7 @@ async def _speech_to_text(
     ctx: Ctx,
     attempts: list[Attempt],
     caption_errors: list[VidError],
+    labels: bool = False,
 ) -> Transcript:
     """The source's audio through ``transcribe``; in ``auto`` mode a failure joins the captions'."""
     if not any(rung.enabled for rung in runtime.stt):
@@ -495,7 +524,7 @@ async def _speech_to_text(
     except VidError as error:
         raise combine_errors([error, *errors], attempts) from None
     try:
-        return await transcribe(runtime, audio, lang=lang, ctx=ctx, attempts=attempts)
+        return await transcribe(runtime, audio, lang=lang, ctx=ctx, attempts=attempts, speakers=labels)
     except VidError as error:
         raise combine_errors([error, *errors], attempts) from None
     finally:

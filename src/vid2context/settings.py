@@ -509,6 +509,21 @@ SETTINGS: tuple[Setting, ...] = (
         "Groq API origin (the groq SDK's own variable); unset: https://api.groq.com.",
     ),
     Setting(
+        "DEEPGRAM_API_KEY",
+        "deepgram_api_key",
+        "str",
+        None,
+        "Deepgram API key: turns on the Deepgram speech-to-text rung (nova-3), the one that labels "
+        "who speaks (speakers=true asks for it first); each request spends the account's credit.",
+    ),
+    Setting(
+        "VID2CONTEXT_DEEPGRAM_ORIGIN",
+        "deepgram_origin",
+        "str",
+        None,
+        "Deepgram API origin; unset: https://api.deepgram.com.",
+    ),
+    Setting(
         "CLOUDFLARE_ACCOUNT_ID",
         "cloudflare_account_id",
         "str",
@@ -772,6 +787,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     llm_context_tokens: int = 8192
     groq_api_key: str | None = None
     groq_base_url: str | None = None
+    deepgram_api_key: str | None = None
+    deepgram_origin: str | None = None
     cloudflare_account_id: str | None = None
     cloudflare_api_token: str | None = None
     cloudflare_base_url: str | None = None

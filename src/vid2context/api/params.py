@@ -43,6 +43,7 @@ __all__ = [
     "parse_int",
     "parse_lang",
     "parse_mode",
+    "parse_optional_bool",
     "require_url",
     "runtime_of",
 ]
@@ -162,6 +163,14 @@ def parse_bool(name: str, value: str | None) -> bool:
     if text in _FALSE:
         return False
     raise _bad(f"{name} must be 1 or 0, not {_shown(value, 20)}.", f"Give {name} as 1 (or true, yes) or 0.")
+
+
+def parse_optional_bool(name: str, value: str | None) -> bool | None:
+    """``parse_bool`` where "not given" means something of its own (``speakers``): a missing or
+    empty value is ``None``."""
+    if value is None or not value.strip():
+        return None
+    return parse_bool(name, value)
 
 
 @overload

@@ -28,6 +28,7 @@ from ..integrations.skips import find_skips, parse_skip, video_id_of, without_sk
 from ..integrations.sponsorblock import ATTRIBUTION
 from ..models import Base, Comment, VideoContext, VideoMetadata, VideoRef
 from ..pipeline import get_comments, get_context, get_metadata, list_items
+from ..speakers import noted, with_speakers
 from .middleware import request_ctx
 from .params import (
     FormatQuery,
@@ -42,6 +43,7 @@ from .params import (
     parse_int,
     parse_lang,
     parse_mode,
+    parse_optional_bool,
     require_url,
     runtime_of,
 )
@@ -174,6 +176,15 @@ async def transcript(
             "one, every segment at its own time (saved, so a repeat is not translated again)."
         ),
     ] = None,
+    speakers: Annotated[
+        str | None,
+        QueryParameter(
+            description="1: label who speaks (with mode=stt or no captions, the speech-to-text rung "
+            "that labels speakers is tried first; a transcript without labels gets a Speakers line "
+            "saying how to get them). 0: never label. Left out: labels only when two or more voices "
+            "were found."
+        ),
+    ] = None,
 ) -> Response[str]:
     """The transcript rendered by the chosen formatter, with its MIME type as ``Content-Type``.
 
@@ -188,6 +199,7 @@ async def transcript(
     if skipped is not None:
         video_id_of(runtime_of(request), source)  # a YouTube video, before anything is fetched
     llm = parse_bool("translate", translate)
+    labels = parse_optional_bool("speakers", speakers)
     if llm and checked_lang is None:
         raise VidError(
             ErrorCode.BAD_REQUEST,
@@ -206,11 +218,15 @@ async def transcript(
     if cache is not None and (kept := cache.get(key, version)) is not None:
         return rendered_response(kept, if_none_match)  # type: ignore[return-value]
     ctx = request_ctx(request, runtime)
-    found = await get_context(runtime, source, mode=checked_mode, lang=checked_lang, ctx=ctx)
+    found = await get_context(runtime, source, mode=checked_mode, lang=checked_lang, ctx=ctx, speakers=labels)
     if checked_lang is not None:
         found = await translate_context(runtime, found, checked_lang, llm=llm, ctx=ctx)
     if skipped is not None:
         found = without_skips(found, await find_skips(runtime, source, skipped, ctx))
+    found, said = with_speakers(runtime, found, labels)
+    options = msgspec.structs.replace(options, speakers=said)
+    if said is not None and formatter.id == "json":
+        found = noted(found, said)  # json has no header: the line goes in transcript.note
     language = found.transcript.language if found.transcript else None
     body = render_view(found, formatter, options).encode()
     headers = _text_headers(formatter.mime_type, language)

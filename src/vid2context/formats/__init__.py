@@ -78,7 +78,9 @@ def header_of(context: VideoContext, formatter: Formatter, options: RenderOption
     if formatter.id not in ("text", "markdown"):
         return ""
     links: Links = "pattern" if formatter.id == "text" else "each"
-    return context_header(context, links=links, asked=options.asked, part=options.part)
+    return context_header(
+        context, links=links, asked=options.asked, part=options.part, speakers=options.speakers
+    )
 
 
 def render_view(

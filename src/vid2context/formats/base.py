@@ -42,6 +42,8 @@ class RenderOptions(msgspec.Struct, kw_only=True, frozen=True):
     """The language the caller asked for: the header names the track only when it differs."""
     part: Part | None = None
     """Set for a result that is not a first read: the header is the lean one for this part."""
+    speakers: str | None = None
+    """What the full header says about speaker labels (``speakers.with_speakers``), when asked."""
 
 
 @runtime_checkable

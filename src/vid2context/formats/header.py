@@ -24,6 +24,9 @@ the title, what the result covers, where the words came from and the link patter
 
     # Me at the zoo · The elephants, 0:10–0:19 of 0:19 · manual captions, en · moment links: https://www.youtube.com/watch?v=jNQXAC9IVRw&t=<seconds>s
 
+A call that asked about speakers (``speakers=`` of the transcript) gets a ``- Speakers:`` line in
+the full header: who was labelled, or why nobody is and how to get labels.
+
 Both add a ``- Track:`` line only when it tells the agent something: the words are not in the
 language it asked for, or they come from an automatic or translated track (the platform's
 translation, or a language model's: ``translated``, which the Transcript line names too). Lines
@@ -128,13 +131,14 @@ def context_header(
     links: Links = "each",
     asked: str | None = None,
     part: Part | None = None,
+    speakers: str | None = None,
 ) -> str:
     """The header for ``context``, without a trailing newline: the full one, or with ``part`` the
     lean one for a result that covers only that part.
 
     ``level`` is the Markdown heading level of the title line (a pack nests videos at level 2);
     ``chapters=False`` leaves out the chapter list where space is short; ``links`` says how the
-    result prints its moments; ``asked`` is the language the call asked for, if any.
+    result prints its moments; ``asked`` is the language the call asked for, if any; ``speakers`` the line about speaker labels.
     """
     title = one_line(context.metadata.title) or context.id
     heading = "#" * max(1, min(level, 6))
@@ -170,6 +174,8 @@ def context_header(
         lines.append("- Transcript: " + ", ".join(parts))
         if news:
             lines.append(f"- Track: {news}")
+        if said := one_line(speakers, 400):
+            lines.append(f"- Speakers: {said}")
 
     spans = chapter_spans(context) if chapters else []
     if spans:

@@ -75,7 +75,7 @@ class MarkdownFormatter:
     combines_videos = False
 
     def render(self, context: VideoContext, options: RenderOptions) -> str:
-        blocks = [context_header(context, asked=options.asked, part=options.part)]
+        blocks = [context_header(context, asked=options.asked, part=options.part, speakers=options.speakers)]
         if not plain_text(segments_of(context)):
             blocks.append(NO_TRANSCRIPT)
         else:

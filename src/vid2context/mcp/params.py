@@ -25,6 +25,7 @@ __all__ = [
     "MaxTokens",
     "Mode",
     "OptionalCollection",
+    "Speakers",
     "Timestamps",
     "To",
     "Translate",
@@ -97,6 +98,15 @@ Translate = Annotated[
         description="With language: when the video has no track in it, a language model translates the "
         "best one, every segment keeping its time (saved, so asking again costs nothing); your own "
         "model answers when your client can sample. Default false: the best track as it is.",
+    ),
+]
+Speakers = Annotated[
+    bool | None,
+    Field(
+        description="true labels who speaks: with mode=stt (or a video without captions) the "
+        "speech-to-text rung that labels speakers is tried first, which the service bills; a "
+        "transcript without labels says how to get them. false never labels. Left out: labels only "
+        "when two or more voices were found."
     ),
 ]
 MaxTokens = Annotated[

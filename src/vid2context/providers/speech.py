@@ -14,6 +14,7 @@ Rungs, one module each::
     providers/whisper_groq.py        Groq, through the ``groq`` SDK                 tier free
     providers/whisper_workers_ai.py  Cloudflare Workers AI (SDK locally, binding)   tier free
     providers/whisper_openai.py      any OpenAI-compatible endpoint, over httpx     tier paid/keyless
+    providers/deepgram.py            Deepgram nova-3, with speaker labels           tier paid
 
 Errors: every failure is a ``VidError``. ``RungError`` adds ``retryable`` so the chunk runner
 knows what may be tried again (429, 5xx, transport errors) and what may not (401, 413, 400).
@@ -59,7 +60,9 @@ __all__ = [
     "VerboseSegment",
     "Wording",
     "clean_segments",
+    "diarizes",
     "language_code",
+    "one_request_sec",
     "parse_retry_after",
     "response_error",
     "status_error",
@@ -159,6 +162,19 @@ class SpeechToText(Protocol):
         ``bad-request`` for audio that cannot be decoded, ``no-transcript`` when nothing was said.
         """
         ...
+
+
+def diarizes(rung: SpeechToText) -> bool:
+    """Whether ``rung`` labels who speaks (``Segment.speaker``): a rung says so with a class
+    attribute ``diarizes = True`` (``providers/deepgram.py``); the Whisper rungs have none."""
+    return getattr(rung, "diarizes", False) is True
+
+
+def one_request_sec(rung: SpeechToText) -> float | None:
+    """The longest audio ``rung`` wants in one request, when it says (``max_sec``): a diarizing
+    rung numbers voices per request, so it takes hours at once rather than ten-minute pieces."""
+    value = getattr(rung, "max_sec", None)
+    return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
 class RungError(VidError):

@@ -4,7 +4,8 @@ Every rung the settings know about is in the ladder, enabled or not, so health a
 can list what could run and which variable would turn it on; the pipeline skips the disabled
 ones with an ``Attempt`` saying so. The order is by tier (``speech.TIERS``): the local model
 first (free, private, no upload), then free tiers with keys (Groq, Workers AI), keyless
-endpoints, then paid ones; within a tier, the order below.
+endpoints, then paid ones; within a tier, the order below. Deepgram, the one rung that labels
+speakers, is paid and last; ``speakers=true`` moves it first (``pipeline.transcribe``).
 
 Portable: the local model is added by ``build_local_runtime`` (``providers/whisper_local.py``),
 the Worker's ``AI`` binding rung by the Worker's runtime builder.
@@ -18,6 +19,7 @@ import httpx
 
 from ..chunking import SttPlan
 from ..settings import Settings
+from .deepgram import DeepgramStt
 from .speech import TIERS, SpeechToText
 from .whisper_groq import DEFAULT_BASE_URL as GROQ_BASE_URL
 from .whisper_groq import GROQ_MODEL, GroqWhisper
@@ -51,7 +53,7 @@ def groq_over_httpx(settings: Settings, http: httpx.AsyncClient) -> OpenAICompat
 
 
 def hosted_rungs(settings: Settings, http: httpx.AsyncClient) -> list[SpeechToText]:
-    """The hosted Whisper rungs, in their order within a tier."""
+    """The hosted rungs (Whisper, then Deepgram), in their order within a tier."""
     rungs: list[SpeechToText] = []
     if _installed("groq"):
         rungs.append(GroqWhisper(api_key=settings.groq_api_key, base_url=settings.groq_base_url, http=http))
@@ -75,6 +77,7 @@ def hosted_rungs(settings: Settings, http: httpx.AsyncClient) -> list[SpeechToTe
             keyless_allowed=settings.keyless,
         )
     )
+    rungs.append(DeepgramStt(http, api_key=settings.deepgram_api_key, origin=settings.deepgram_origin))
     return rungs
 
 

@@ -10,6 +10,7 @@ pipeline does), and fences the text that came from the video.
 
 from __future__ import annotations
 
+import msgspec
 from mcp.server.mcpserver import Context
 
 from ...answers.translate import translate_context
@@ -21,9 +22,23 @@ from ...models import VideoContext
 from ...outline import Costs, Outline, Section, get_section, outline
 from ...pipeline import get_context, get_metadata
 from ...runtime import Runtime
+from ...speakers import speaker_names, with_speakers
 from ..costs import STATED_COSTS
 from ..paging import page_size, parse_cursor
-from ..params import Chapter, Cursor, Format, From, Language, MaxTokens, Mode, Timestamps, To, Translate, Url
+from ..params import (
+    Chapter,
+    Cursor,
+    Format,
+    From,
+    Language,
+    MaxTokens,
+    Mode,
+    Speakers,
+    Timestamps,
+    To,
+    Translate,
+    Url,
+)
 from ..reading import Reading
 from ..results import JsonReply, Reply, output_schema
 from ..runs import Run
@@ -93,11 +108,13 @@ def tools(deps: Deps) -> list[ContractTool]:
         max_tokens: MaxTokens = None,
         cursor: Cursor = None,
         translate: Translate = False,
+        speakers: Speakers = None,
     ) -> Reply:
         """The transcript of a video. Text format: one [m:ss] line per segment (timestamps=false:
         paragraphs) under the source header, which gives the link for any moment once (put the
         seconds in its <seconds>). With language, the platform's track in it comes first; with
         translate=true as well, a language model translates the best track when there is none.
+        speakers=true labels who speaks (speech-to-text that labels speakers, with mode=stt).
 
         Costs about {per_hour} tokens per hour of speech ({per_hour_plain} without timestamps): for a video
         longer than a few minutes call get_outline first (it states what this and each chapter
@@ -110,6 +127,12 @@ def tools(deps: Deps) -> list[ContractTool]:
         checked_mode, lang, budget = check_mode(mode), check_language(language), check_budget(max_tokens)
         if cursor is not None:
             parse_cursor(cursor, 1 << 40)  # only the form, before any fetch
+        if speakers is not None and not isinstance(speakers, bool):
+            raise VidError(
+                ErrorCode.BAD_REQUEST,
+                "speakers must be true or false.",
+                hint="Give speakers as true or false, or leave it out.",
+            )
         if translate and lang is None:
             raise VidError(
                 ErrorCode.BAD_REQUEST,
@@ -126,6 +149,7 @@ def tools(deps: Deps) -> list[ContractTool]:
             "maxTokens": budget,
             "cursor": cursor,
             "translate": translate,
+            "speakers": speakers,
         }
         given = _given(
             url=url,
@@ -135,15 +159,27 @@ def tools(deps: Deps) -> list[ContractTool]:
             language=lang,
             maxTokens=budget,
             translate=translate,
+            speakers=speakers,
         )
         size = page_size(runtime, budget)
 
         async def work(run: Run) -> Reply:
             job = with_caller_model(run.ctx(), ctx)
-            context = await get_context(runtime, url, mode=checked_mode, lang=lang, ctx=job)
+            context = await get_context(
+                runtime, url, mode=checked_mode, lang=lang, ctx=job, speakers=speakers
+            )
             if lang is not None:
                 context = await translate_context(runtime, context, lang, llm=translate, ctx=job)
-            reading = Reading(context, formatter, options, size, ("get_transcript", given), notes(context))
+            context, said = with_speakers(runtime, context, speakers)
+            lines = notes(context)
+            # Who was labelled names the voices (text from the video): inside the fence, in the
+            # header. Why nobody is, and the next step, are our words: after it, with the others.
+            if said is not None and speaker_names(context.transcript):
+                shown = msgspec.structs.replace(options, speakers=said)
+            else:
+                shown = options
+                lines = [*lines, f"Speakers: {said}"] if said is not None else lines
+            reading = Reading(context, formatter, shown, size, ("get_transcript", given), lines)
             return reading.page(cursor)[0]
 
         return await long_call(deps, ctx, "get_transcript", args, work)
