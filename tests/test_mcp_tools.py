@@ -733,6 +733,7 @@ async def test_resources_read_the_library(client: Client) -> None:
         "vid2context://video/{id}",
         "vid2context://video/{id}/transcript",
         "vid2context://collection/{id}",
+        "vid2context://collection/{id}/latest",
     }
     video = await client.read_resource(f"vid2context://video/youtube%3A{LONG}")
     assert json.loads(video.contents[0].text)["id"] == f"youtube:{LONG}"

@@ -3,7 +3,7 @@
 A stored ``GET /api/v1/transcript`` did the same work on every request: read the saved context
 (a thread hop to SQLite and a JSON decode) and render it again. ``RenderedCache`` keeps the
 rendered bytes with their strong ``ETag`` under a key of everything the answer depends on (the
-video, the format and its options, mode and language), bounded in bytes, least recently used out
+video, the format and its options, mode, language and speakers), bounded in bytes, least recently used out
 first. A matching ``If-None-Match`` is answered ``304`` from the same entry.
 
 **Freshness.** An entry is good only while the library row it came from is unchanged, and that

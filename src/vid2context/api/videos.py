@@ -213,7 +213,7 @@ async def transcript(
     cache: RenderedCache | None = None if llm or skipped is not None else request.app.state.rendered
     # The input as given: reading it is pure (same text, same settings, same video), so a hit
     # need not parse it again; another spelling of the same video is an entry of its own.
-    key = (source, formatter.id, options.timestamps, checked_mode, checked_lang)
+    key = (source, formatter.id, options.timestamps, checked_mode, checked_lang, labels)
     version = cache.version() if cache is not None else None  # before anything is read
     if cache is not None and (kept := cache.get(key, version)) is not None:
         return rendered_response(kept, if_none_match)  # type: ignore[return-value]
