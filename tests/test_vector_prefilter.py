@@ -158,3 +158,37 @@ async def test_queries_within_videos_stay_exact(tmp_path: Path, library: Library
     finally:
         await exact.close()
         await quantised.close()
+
+
+@pytest.mark.parametrize("in_memory", [True, False])
+async def test_a_write_is_found_by_the_next_query_through_either_scan(
+    tmp_path: Path, library: Library, in_memory: bool
+) -> None:
+    """The bit table's in-memory copy is not used once a write made it older (the query goes
+    through vec0 and the copy is loaded again), and vectors written after the bit table was made
+    are found through vec0's partitions too."""
+    index = index_at(tmp_path / "vid2context.db", prefilter_above=50, in_memory=in_memory)
+    space = library.space
+    by_video: dict[str, list[VectorRecord]] = {}
+    for record in library.records:
+        by_video.setdefault(record.window.video_id, []).append(record)
+    *first, last = by_video
+    try:
+        await index.upsert(space, [r for video in first for r in by_video[video]])
+        await index.query(space, library.queries[0], top_k=10)
+        await index.backfills()
+        assert index.in_memory_vectors(space) == (len(library.records) - len(by_video[last])) * in_memory
+        await index.upsert(space, by_video[last])
+        for _step in range(2):  # right after the write, then once the copy is loaded again
+            for record in by_video[last]:
+                found = await index.query(space, record.vector, top_k=5)
+                assert found[0].id == record.window.id
+                assert found[0].score == pytest.approx(1.0, abs=1e-5)
+            await index.backfills()
+        assert index.in_memory_vectors(space) == len(library.records) * in_memory
+        await index.delete_video(last)
+        gone = {r.window.id for r in by_video[last]}
+        for record in by_video[last]:
+            assert not {h.id for h in await index.query(space, record.vector, top_k=20)} & gone
+    finally:
+        await index.close()
