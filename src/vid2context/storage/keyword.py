@@ -15,8 +15,7 @@ and because a common word then costs one index walk, not two.
 **Bounded work.** BM25 over every match is what made a common word slow (``bm25()`` counts each
 phrase's rows across the whole table and scores every match: 442 ms for a word in 3% of 6 M
 segments, 4 s for "the"). Here a tier ranks at most its ``WINDOW`` newest matches (FTS5 walks its
-doclists in rowid order and stops at the limit; forwards first, twice as quick, and backwards
-only past ``WINDOW`` matches: ``_newest``), with BM25 computed in Python from each
+doclists in rowid order and stops at the limit), with BM25 computed in Python from each
 candidate's text: term counts and length from the words, rows and average length from FTS5's own
 averages record, and each phrase's document frequency counted up to ``WINDOW`` and, past it,
 estimated from how many rowids its newest ``WINDOW`` matches span. So a query with fewer matches
@@ -322,33 +321,18 @@ _SQL_STATS = (
 _CANDIDATE_COLUMNS = "s.id AS rowid, s.video_id, s.start_sec, s.end_sec, s.text, v.title"
 
 
-def _newest(table: str) -> str:
-    """Common table expressions naming ``f``: the rowids of the newest ``WINDOW`` matches of the
-    expression (given twice, as the two parameters).
-
-    FTS5 walks a doclist backwards at about half its forward speed (a phrase of a rare and a
-    common word: 12 ms forwards, 26 ms backwards over 6 M segments), and when there are at most
-    ``WINDOW`` matches the newest ones are all of them. So the forward walk goes first, one
-    match past the window; only when it finds that many does the backward walk run (SQLite
-    checks a condition that names no table before the scan it guards). A query with many
-    matches stops early either way; one just past the window pays both walks."""
-    return (
-        f"a AS MATERIALIZED (SELECT rowid FROM {table} WHERE {table} MATCH ? "
-        f"ORDER BY rowid LIMIT {WINDOW + 1}), "
-        f"f AS (SELECT rowid FROM a WHERE (SELECT count(*) FROM a) <= {WINDOW} UNION ALL "
-        f"SELECT rowid FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? "
-        f"ORDER BY rowid DESC LIMIT {WINDOW}) WHERE (SELECT count(*) FROM a) > {WINDOW})"
-    )
-
-
 def _sql_rows_with(table: str) -> str:
-    return f"WITH {_newest(table)} SELECT count(*) AS n, min(rowid) AS lowest FROM f"
+    return (
+        f"SELECT count(*) AS n, min(rowid) AS lowest FROM (SELECT rowid FROM {table} "
+        f"WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT {WINDOW})"
+    )
 
 
 def _sql_window(table: str, within: bool) -> str:
     if not within:
         return (
-            f"WITH {_newest(table)} SELECT {_CANDIDATE_COLUMNS} FROM f JOIN segments AS s ON s.id = f.rowid "
+            f"SELECT {_CANDIDATE_COLUMNS} FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? "
+            f"ORDER BY rowid DESC LIMIT {WINDOW}) AS f JOIN segments AS s ON s.id = f.rowid "
             "JOIN videos AS v ON v.id = s.video_id ORDER BY s.id DESC"
         )
     # A video's segments are saved in one transaction, in order, so their rowids are one range,
@@ -379,12 +363,11 @@ def sql_statements(requests: list[Request], within_json: str | None) -> list[tup
             statements.append((_SQL_STATS, ()))
         elif isinstance(request, RowsWith):
             table = _STEM if request.stemmed else _EXACT
-            match = fts_expression((request.phrase,))
-            statements.append((_sql_rows_with(table), (match, match)))
+            statements.append((_sql_rows_with(table), (fts_expression((request.phrase,)),)))
         else:
             table = _STEM if request.stemmed else _EXACT
             match = fts_expression(request.required, request.excluded)
-            params = (match, match) if within_json is None else (within_json, match, within_json)
+            params = (match,) if within_json is None else (within_json, match, within_json)
             statements.append((_sql_window(table, within_json is not None), params))
     return statements
 
