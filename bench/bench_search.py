@@ -6,10 +6,6 @@ Figures, each with its reference measured in the same run:
   ``mode=keyword`` over a query mix of rare words, mid-frequency word pairs, phrases and common
   words, beside ``Storage.search`` alone on the same queries (the engine's cost is its scope,
   coverage and citing on top). Target: p95 under 20 ms.
-- **keyword, before and after** in the same run, alternately (``timing.compare_async``): the
-  window statement as it is (FTS5 walked forwards first, ``keyword._newest``) against the one
-  before (backwards only), over the word pairs and phrases, with a check that both give the
-  same rows.
 - **hybrid** (no rerank) p50/p95 ms over the same mix, beside its parts: the query's embedding
   (the test model, one sentence), ``VectorIndex.query`` alone, as the index is (Hamming
   distances from its in-memory copy of the bit table, float32 re-scoring from the plain
@@ -66,11 +62,9 @@ from vid2context.runtime import build_runtime  # noqa: E402
 from vid2context.search.embedders.fastembed_local import FastEmbedder  # noqa: E402
 from vid2context.search.engine import SearchRequest, search  # noqa: E402
 from vid2context.search.indexing import index_video  # noqa: E402
-from vid2context.search.query import fts_expression, parse_query  # noqa: E402
 from vid2context.search.vectors import VectorRecord  # noqa: E402
 from vid2context.search.windows import WindowRef  # noqa: E402
 from vid2context.settings import load_settings  # noqa: E402
-from vid2context.storage import keyword  # noqa: E402
 from vid2context.storage.sqlite import SQLiteStorage  # noqa: E402
 from vid2context.storage.sqlite_vec import (  # noqa: E402
     SQLiteVectorIndex,
@@ -267,9 +261,6 @@ async def _measure(path: Path, n: int, rung: FastEmbedder) -> dict[str, Any]:
             kind: await _timed([lambda q=q: store.search(q, limit=50) for q in qs])
             for kind, qs in queries.items()
         }
-        figures["keyword_window_vs_before"] = await _window_vs_before(
-            store, queries["two_words"] + queries["phrase"]
-        )
         figures["hybrid"] = {
             kind: await _timed([engine(q, "hybrid") for q in qs]) for kind, qs in queries.items()
         }
@@ -332,30 +323,6 @@ def _before(index: SQLiteVectorIndex, space: EmbeddingSpace, vector: list[float]
     sql = _prefilter_sql(vec_table(space), bits_table(space))
     params = (blob, -(-2 * 50 * index.oversample // 8), 50 * index.oversample, 50)
     return lambda: index.database.read(lambda conn: conn.execute(sql, params).fetchall())
-
-
-_BEFORE_WINDOW = (
-    f"SELECT {keyword._CANDIDATE_COLUMNS} FROM (SELECT rowid FROM segments_fts WHERE segments_fts MATCH ? "
-    f"ORDER BY rowid DESC LIMIT {keyword.WINDOW}) AS f JOIN segments AS s ON s.id = f.rowid "
-    "JOIN videos AS v ON v.id = s.video_id ORDER BY s.id DESC"
-)
-"""The exact tier's window statement before ``keyword._newest``: FTS5 walked backwards only."""
-
-
-async def _window_vs_before(store: SQLiteStorage, queries: list[str]) -> dict[str, Any]:
-    """The exact tier's window statement now and before, alternately, on the same queries."""
-    now, before = [], []
-    for q in queries:
-        parsed = parse_query(q)
-        now.append(keyword.sql_statements([keyword.Window(False, parsed.required, parsed.excluded)], None)[0])
-        before.append((_BEFORE_WINDOW, (fts_expression(parsed.required, parsed.excluded),)))
-
-    def run(sql: str, params: tuple[Any, ...]) -> Any:
-        return lambda: store.database.read(lambda conn: [tuple(r) for r in conn.execute(sql, params)])
-
-    same = all([await run(*a)() == await run(*b)() for a, b in zip(now, before, strict=True)])
-    compared = await compare_async([run(*st) for st in now], [run(*st) for st in before])
-    return {**compared, "queries": len(queries), "same_rows": same}
 
 
 async def _indexing(rung: FastEmbedder, videos: int) -> dict[str, Any]:
