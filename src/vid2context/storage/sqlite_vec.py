@@ -309,10 +309,11 @@ class SQLiteVectorIndex:
             conn.executemany(f"INSERT INTO {table} (rowid, embedding, video_id) VALUES (?, ?, ?)", rows)
             pairs = [(row[0], row[1]) for row in rows]
             if bits:
-                table = bits_table(space)
-                conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(rowid,) for rowid, _ in pairs])
+                bit_table = bits_table(space)
+                conn.executemany(f"DELETE FROM {bit_table} WHERE rowid = ?", [(rowid,) for rowid, _ in pairs])
                 conn.executemany(
-                    f"INSERT INTO {table} (rowid, part, embedding) VALUES (?1, ?1 % {PARTS}, vec_quantize_binary(?2))",
+                    f"INSERT INTO {bit_table} (rowid, part, embedding) "
+                    f"VALUES (?1, ?1 % {PARTS}, vec_quantize_binary(?2))",
                     pairs,
                 )
             if floats:
