@@ -179,6 +179,9 @@ async def test_a_write_is_found_by_the_next_query_through_either_scan(
         await index.upsert(space, [r for video in first for r in by_video[video]])
         await index.query(space, library.queries[0], top_k=10)
         await index.backfills()
+        assert index.in_memory_vectors(space) == 0  # not after the first query: a one-off's
+        await index.query(space, library.queries[0], top_k=10)
+        await index.backfills()
         assert index.in_memory_vectors(space) == (len(library.records) - len(by_video[last])) * in_memory
         await index.upsert(space, by_video[last])
         for _step in range(2):  # right after the write, then once the copy is loaded again

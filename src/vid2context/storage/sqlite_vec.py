@@ -247,6 +247,7 @@ class SQLiteVectorIndex:
         self._backfills: dict[str, asyncio.Task[int]] = {}
         self._copies: dict[str, sqlite_vec_bits.BitCopy] = {}
         self._loading: dict[str, asyncio.Task[None]] = {}
+        self._stale: set[str] = set()  # spaces a query found without a current copy
 
     # --- writes ---------------------------------------------------------------------------------
 
@@ -409,7 +410,12 @@ class SQLiteVectorIndex:
 
     def _load_later(self, space: EmbeddingSpace) -> None:
         """Load a new in-memory copy of the space's bit table in the background (one at a time):
-        the last query found the copy missing or older than the last write."""
+        the last query found the copy missing or older than the last write. Not after a
+        process's first query, so that a one-off search (the CLI's) neither loads one nor waits
+        at exit for a load it will not use; from its second query on, a process loads it."""
+        if space.key not in self._stale:
+            self._stale.add(space.key)
+            return
         running = self._loading.get(space.key)
         if running is not None and not running.done():
             return
