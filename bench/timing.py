@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 
 def measure(work: Callable[[], object], *, repeat: int = 15, warmup: int = 2) -> dict[str, float]:
@@ -50,6 +50,28 @@ def compare(
             work()
             wall[side].append((time.perf_counter() - started) * 1000)
             cpu[side].append((time.process_time() - started_cpu) * 1000)
+    return _compared(wall, cpu)
+
+
+async def compare_async(
+    ours: Sequence[Callable[[], Awaitable[object]]], theirs: Sequence[Callable[[], Awaitable[object]]]
+) -> dict[str, object]:
+    """``compare`` for awaited work: ``ours[i]`` and ``theirs[i]`` (the same input, done two
+    ways) run one after the other for each ``i``, after one warm-up pair."""
+    await ours[0]()
+    await theirs[0]()
+    wall: dict[str, list[float]] = {"ours": [], "theirs": []}
+    cpu: dict[str, list[float]] = {"ours": [], "theirs": []}
+    for pair in zip(ours, theirs, strict=True):
+        for side, work in zip(("ours", "theirs"), pair, strict=True):
+            started, started_cpu = time.perf_counter(), time.process_time()
+            await work()
+            wall[side].append((time.perf_counter() - started) * 1000)
+            cpu[side].append((time.process_time() - started_cpu) * 1000)
+    return _compared(wall, cpu)
+
+
+def _compared(wall: dict[str, list[float]], cpu: dict[str, list[float]]) -> dict[str, object]:
     medians = {
         side: {
             "median_ms": round(statistics.median(wall[side]), 3),

@@ -40,6 +40,7 @@ LOCAL_ONLY = frozenset(
         "search/rerank_local",
         "storage/sqlite",
         "storage/sqlite_vec",
+        "storage/sqlite_vec_bits",
         "exports/obsidian",
         "exports/notion_sdk",
         "site_files",

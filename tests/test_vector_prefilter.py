@@ -5,6 +5,8 @@ vectors of the labelled retrieval set, beside the same vectors searched exactly.
 
 from __future__ import annotations
 
+import math
+import random
 import sqlite3
 from pathlib import Path
 
@@ -158,3 +160,74 @@ async def test_queries_within_videos_stay_exact(tmp_path: Path, library: Library
     finally:
         await exact.close()
         await quantised.close()
+
+
+@pytest.mark.parametrize("in_memory", [True, False])
+async def test_a_write_is_found_by_the_next_query_through_either_scan(
+    tmp_path: Path, library: Library, in_memory: bool
+) -> None:
+    """The bit table's in-memory copy is not used once a write made it older (the query goes
+    through vec0 and the copy is loaded again), and vectors written after the bit table was made
+    are found through vec0's partitions too."""
+    index = index_at(tmp_path / "vid2context.db", prefilter_above=50, in_memory=in_memory)
+    space = library.space
+    by_video: dict[str, list[VectorRecord]] = {}
+    for record in library.records:
+        by_video.setdefault(record.window.video_id, []).append(record)
+    *first, last = by_video
+    try:
+        await index.upsert(space, [r for video in first for r in by_video[video]])
+        await index.query(space, library.queries[0], top_k=10)
+        await index.backfills()
+        assert index.in_memory_vectors(space) == 0  # not after the first query: a one-off's
+        await index.query(space, library.queries[0], top_k=10)
+        await index.backfills()
+        assert index.in_memory_vectors(space) == (len(library.records) - len(by_video[last])) * in_memory
+        await index.upsert(space, by_video[last])
+        for _step in range(2):  # right after the write, then once the copy is loaded again
+            for record in by_video[last]:
+                found = await index.query(space, record.vector, top_k=5)
+                assert found[0].id == record.window.id
+                assert found[0].score == pytest.approx(1.0, abs=1e-5)
+            await index.backfills()
+        assert index.in_memory_vectors(space) == len(library.records) * in_memory
+        await index.delete_video(last)
+        gone = {r.window.id for r in by_video[last]}
+        for record in by_video[last]:
+            assert not {h.id for h in await index.query(space, record.vector, top_k=20)} & gone
+    finally:
+        await index.close()
+
+
+async def test_a_write_of_several_batches_past_the_threshold_keeps_every_table_in_step(
+    tmp_path: Path, library: Library
+) -> None:
+    """One upsert of more than ``MAX_BATCH`` vectors is written a batch at a time: each batch goes
+    to the vectors, the bit table and the plain table alike."""
+    from vid2context.search.vectors import MAX_BATCH
+    from vid2context.search.windows import WindowRef
+
+    rng = random.Random(7)
+
+    def record(i: int) -> VectorRecord:
+        vector = [rng.gauss(0.0, 1.0) for _ in range(library.space.dim)]
+        norm = math.sqrt(sum(x * x for x in vector))
+        video = f"youtube:batch{i // 40:05d}"
+        w = i % 40
+        window = WindowRef(
+            id=f"{video}@{w}", video_id=video, start_sec=w, end_sec=w + 1, first_segment=w, last_segment=w
+        )
+        return VectorRecord(window, [x / norm for x in vector])
+
+    index = index_at(tmp_path / "vid2context.db", prefilter_above=50)
+    first = [record(i) for i in range(100)]
+    many = [record(i) for i in range(100, 100 + 2 * MAX_BATCH + 100)]
+    try:
+        await index.upsert(library.space, first)  # past the threshold: the prefilter is made
+        await index.upsert(library.space, many)
+        assert await bit_rows(index, library.space) == len(first) + len(many)
+        for picked in (many[0], many[MAX_BATCH + 5], many[-1]):
+            found = await index.query(library.space, picked.vector, top_k=3)
+            assert found[0].id == picked.window.id
+    finally:
+        await index.close()

@@ -9,19 +9,27 @@
   SQL in ``vector_rows.py``, shared with the Vectorize index's record in D1); a vector's rowid in
   its ``vec0`` table is its row's ``id`` there.
 - Small spaces are searched exactly: ``vec0`` compares the query with every vector (float32).
-- A space of more than ``PREFILTER_ABOVE`` vectors also has a bit table, ``vec_bits_<tag>``
-  (``embedding bit[dim]``, ``vec_quantize_binary`` of each vector, same rowids, 1/32 of the
-  size, in ``PARTS`` partitions), kept in step by every write and delete. A query over the whole
-  space asks it for the best ``top_k x OVERSAMPLE`` by Hamming distance and re-scores just those
-  exactly in float32 from the ``vec0`` table (``bench/bench_vectors.py`` and
-  ``bench/bench_search.py`` have the figures against the exact scan, which stays the reference).
-  A query within videos stays exact: few windows are scanned one by one, many through the
-  float KNN with its filter. ``oversample=0`` makes every query exact.
-- The bit table is made lazily, in one write transaction: by the write that takes a space past
-  the threshold, or, for a library saved before this index had bit tables, in the background
-  after its first query (logged, with the time it took: a minute or two for 400,000 vectors on
-  two shared cores, during which other writes wait and reads go on). Until it is there, queries
-  scan exactly; start-up never waits for it. A space that shrinks below the threshold keeps it.
+- A space of more than ``PREFILTER_ABOVE`` vectors also has its prefilter: a bit table,
+  ``vec_bits_<tag>`` (``embedding bit[dim]``, ``vec_quantize_binary`` of each vector, same
+  rowids, 1/32 of the size, in ``PARTS`` partitions), and a plain table of the same float32
+  vectors, ``vec_floats_<tag>`` (a rowid and a blob), both kept in step by every write and
+  delete. A query over the whole space takes the best ``top_k x OVERSAMPLE`` by Hamming
+  distance and re-scores just those exactly in float32, read from the plain table: one b-tree
+  lookup each, where ``vec0`` reads a vector out of its 1,024-vector chunk blob (some 0.17 ms a
+  vector at 400,000, so 25 ms for 150, against 1 ms from the plain table). The Hamming
+  distances come from an in-memory copy of the bit table with numpy (``sqlite_vec_bits.py``:
+  about 5 ms for 400,000), or from vec0's KNN over the bit table while that copy is missing or
+  older than the last write (some 25 ms). ``bench/bench_vectors.py`` and
+  ``bench/bench_search.py`` have the figures against the exact scan, which stays the reference.
+  A query within videos stays exact: few windows are scored one by one (from the plain table
+  when there is one), many through the float KNN with its filter. ``oversample=0`` makes every
+  query exact.
+- The prefilter is made lazily, in one write transaction: by the write that takes a space past
+  the threshold, or, for a library saved before this index had one (or had only its bit
+  table), in the background after its first query (logged, with the time it took: a minute or
+  two for 400,000 vectors on two shared cores, during which other writes wait and reads go on).
+  Until it is there, queries scan exactly; start-up never waits for it. A space that shrinks
+  below the threshold keeps it.
 - A write is one transaction, visible to the next query.
 
 Loading an extension needs a ``sqlite3`` built to allow it. Many Pythons are not (pyenv's and
@@ -35,6 +43,7 @@ vector index and keyword search goes on alone.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import sqlite3
@@ -59,7 +68,7 @@ from ..search.vectors import (
     hit,
 )
 from ..search.windows import WindowRef
-from . import vector_rows
+from . import sqlite_vec_bits, vector_rows
 from .sqlite import SQLiteDatabase, _load_vector_extension
 
 __all__ = [
@@ -69,6 +78,7 @@ __all__ = [
     "SQLiteVectorIndex",
     "bits_table",
     "extension_driver",
+    "floats_table",
     "open_vector_index",
     "vec_table",
 ]
@@ -113,6 +123,11 @@ def bits_table(space: EmbeddingSpace) -> str:
     return f"vec_bits_{space.tag}"
 
 
+def floats_table(space: EmbeddingSpace) -> str:
+    """The plain table of ``space``'s float32 vectors that the prefilter re-scores from."""
+    return f"vec_floats_{space.tag}"
+
+
 PREFILTER_ABOVE = 20_000
 """A space of more vectors than this gets its bit table and is searched through it. Below it the
 exact scan is quick (about 11 ms for 20,000 vectors, 220 ms for 400,000, on two shared cores:
@@ -152,7 +167,9 @@ def _knn_sql(table: str, restrict: str) -> str:
 
 
 def _scan_sql(table: str) -> str:
-    """Parameters: the query blob, the space's key, the video ids as JSON, the limit."""
+    """Parameters: the query blob, the space's key, the video ids as JSON, the limit.
+
+    ``table`` is the vec0 table or the plain one (both keyed by the window's rowid)."""
     return (
         f"SELECT w.*, vec_distance_cosine(v.embedding, ?) AS distance FROM vector_windows AS w "
         f"CROSS JOIN {table} AS v ON v.rowid = w.id "  # CROSS: the windows first, by their index
@@ -161,11 +178,12 @@ def _scan_sql(table: str) -> str:
     )
 
 
-def _prefilter_sql(table: str, bits: str) -> str:
+def _prefilter_sql(floats: str, bits: str) -> str:
     """Parameters: the query blob, each part's candidates, all the candidates, k.
 
     Each of the ``PARTS`` parts gives its best by Hamming distance (twice its share, so the
-    best overall are nearly always among them), the best of those are re-scored in float32."""
+    best overall are nearly always among them), the best of those are re-scored in float32
+    from the plain table ``floats``."""
     parts = " UNION ALL ".join(
         f"SELECT * FROM (SELECT rowid, distance FROM {bits} "
         f"WHERE embedding MATCH vec_quantize_binary(?1) AND k = ?2 AND part = {part})"
@@ -174,8 +192,18 @@ def _prefilter_sql(table: str, bits: str) -> str:
     return (
         f"SELECT w.*, vec_distance_cosine(v.embedding, ?1) AS distance "
         f"FROM (SELECT rowid FROM ({parts}) ORDER BY distance LIMIT ?3) AS c "
-        f"CROSS JOIN {table} AS v ON v.rowid = c.rowid CROSS JOIN vector_windows AS w ON w.id = c.rowid "
+        f"CROSS JOIN {floats} AS v ON v.rowid = c.rowid CROSS JOIN vector_windows AS w ON w.id = c.rowid "
         "ORDER BY distance, w.window_id LIMIT ?4"
+    )
+
+
+def _rescore_sql(floats: str) -> str:
+    """Parameters: the query blob, the candidates' rowids as JSON, k. One lookup per candidate
+    (``rowid IN (...)`` would scan)."""
+    return (
+        f"SELECT w.*, vec_distance_cosine(v.embedding, ?1) AS distance FROM json_each(?2) AS c "
+        f"CROSS JOIN {floats} AS v ON v.rowid = c.value CROSS JOIN vector_windows AS w ON w.id = c.value "
+        "ORDER BY distance, w.window_id LIMIT ?3"
     )
 
 
@@ -202,6 +230,7 @@ class SQLiteVectorIndex:
         scan_limit: int = SCAN_LIMIT,
         prefilter_above: int = PREFILTER_ABOVE,
         oversample: int = OVERSAMPLE,
+        in_memory: bool = True,
     ) -> None:
         if not database.vector_available:
             raise ValueError("the database's connections did not load sqlite-vec")
@@ -211,8 +240,14 @@ class SQLiteVectorIndex:
         self.scan_limit = scan_limit
         self.prefilter_above = prefilter_above
         self.oversample = oversample
-        self._checked: set[str] = set()  # spaces whose bit table this process has seen to
+        self.in_memory = in_memory and sqlite_vec_bits.available()
+        """Whether the prefilter's Hamming distances come from an in-memory copy of the bit table
+        (numpy), else always from vec0's KNN."""
+        self._checked: set[str] = set()  # spaces whose prefilter this process has seen to
         self._backfills: dict[str, asyncio.Task[int]] = {}
+        self._copies: dict[str, sqlite_vec_bits.BitCopy] = {}
+        self._loading: dict[str, asyncio.Task[None]] = {}
+        self._stale: set[str] = set()  # spaces a query found without a current copy
 
     # --- writes ---------------------------------------------------------------------------------
 
@@ -242,10 +277,11 @@ class SQLiteVectorIndex:
             if self._exists(conn, space):
                 rows = conn.execute(vector_rows.SQL_ROWS_OF_VIDEO, (video_id,)).fetchall()
                 stale = [row for row in rows if row["space"] == space.key and row["window_id"] not in keep]
-                for table in (vec_table(space), bits_table(space)):
+                for table in (vec_table(space), bits_table(space), floats_table(space)):
                     if _table_exists(conn, table):
                         conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r["id"],) for r in stale])
                 conn.executemany("DELETE FROM vector_windows WHERE id = ?", [(r["id"],) for r in stale])
+                sqlite_vec_bits.bump(conn, space.key)
             conn.execute(vector_rows.SQL_LEDGER_VIDEO, (space.key, video_id, space.key, video_id, _now()))
 
         await self.database.write(work)
@@ -260,6 +296,7 @@ class SQLiteVectorIndex:
             f"embedding float[{space.dim}] distance_metric=cosine, video_id text)"
         )
         bits = _table_exists(conn, bits_table(space))
+        floats = _table_exists(conn, floats_table(space))
         for start in range(0, len(checked), MAX_BATCH):
             chunk = checked[start : start + MAX_BATCH]
             windows = [window for window, _ in chunk]
@@ -271,54 +308,75 @@ class SQLiteVectorIndex:
             rows = [(rowids[window.id], _blob(vector), window.video_id) for window, vector in chunk]
             conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(row[0],) for row in rows])
             conn.executemany(f"INSERT INTO {table} (rowid, embedding, video_id) VALUES (?, ?, ?)", rows)
+            pairs = [(row[0], row[1]) for row in rows]
             if bits:
-                self._write_bits(conn, space, [(row[0], row[1]) for row in rows])
-        if not bits:
-            self._fill_bits_if_due(conn, space, extra=len(checked))
+                bit_table = bits_table(space)
+                conn.executemany(f"DELETE FROM {bit_table} WHERE rowid = ?", [(rowid,) for rowid, _ in pairs])
+                conn.executemany(
+                    f"INSERT INTO {bit_table} (rowid, part, embedding) "
+                    f"VALUES (?1, ?1 % {PARTS}, vec_quantize_binary(?2))",
+                    pairs,
+                )
+            if floats:
+                conn.executemany(
+                    f"INSERT OR REPLACE INTO {floats_table(space)} (id, embedding) VALUES (?, ?)", pairs
+                )
+        if not (bits and floats):
+            self._fill_prefilter_if_due(conn, space, extra=len(checked))
+        sqlite_vec_bits.bump(conn, space.key)
 
-    @staticmethod
-    def _write_bits(conn: sqlite3.Connection, space: EmbeddingSpace, rows: list[tuple[int, bytes]]) -> None:
-        table = bits_table(space)
-        conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(rowid,) for rowid, _ in rows])
-        conn.executemany(f"INSERT INTO {table} (rowid, embedding) VALUES (?, vec_quantize_binary(?))", rows)
-
-    def _fill_bits_if_due(self, conn: sqlite3.Connection, space: EmbeddingSpace, *, extra: int = 0) -> int:
-        """Make and fill the bit table of ``space`` when it holds more than ``prefilter_above``
-        vectors and has none; the vectors written, else 0. In the caller's write transaction.
+    def _fill_prefilter_if_due(
+        self, conn: sqlite3.Connection, space: EmbeddingSpace, *, extra: int = 0
+    ) -> int:
+        """Make and fill the prefilter's tables of ``space`` that are missing, when it holds more
+        than ``prefilter_above`` vectors or already has one of them (a library from before the
+        plain table); the vectors written, else 0. In the caller's write transaction.
 
         The ledger is counted (``extra``: windows written in this transaction, which it does not
-        hold yet), so this may make the table a write early, never a query wrong."""
-        if _table_exists(conn, bits_table(space)):
+        hold yet), so this may make the tables a write early, never a query wrong."""
+        table, bits, floats = vec_table(space), bits_table(space), floats_table(space)
+        has_bits, has_floats = _table_exists(conn, bits), _table_exists(conn, floats)
+        if has_bits and has_floats:
             return 0
         held = conn.execute(_SQL_SPACE_SIZE, (space.key,)).fetchone()[0]
-        if held + extra <= self.prefilter_above:
+        if not (has_bits or has_floats) and held + extra <= self.prefilter_above:
             return 0
-        table, bits = vec_table(space), bits_table(space)
         log.info(
-            "vector index: making the binary prefilter of %s's %d vectors (about a minute per 250,000); "
+            "vector index: making the prefilter of %s's %d vectors (about a minute per 250,000); "
             "searches stay exact and other writes wait until it is done",
             space.model, held + extra,
         )  # fmt: skip
-        conn.execute(
-            f"CREATE VIRTUAL TABLE {bits} USING vec0(part integer partition key, embedding bit[{space.dim}])"
-        )
-        conn.execute(
-            f"INSERT INTO {bits} (rowid, part, embedding) "
-            f"SELECT rowid, rowid % {PARTS}, vec_quantize_binary(embedding) FROM {table}"
-        )
-        return int(conn.execute(f"SELECT COUNT(*) FROM {bits}").fetchone()[0])
+        if has_bits and not has_floats:
+            # A bit table from before the plain table may hold vectors written after it was made
+            # without their part (vec0 took them as part NULL, which no query reads): made again.
+            conn.execute(f"DROP TABLE {bits}")
+            has_bits = False
+        if not has_bits:
+            conn.execute(
+                f"CREATE VIRTUAL TABLE {bits} USING vec0(part integer partition key, embedding bit[{space.dim}])"
+            )
+            conn.execute(
+                f"INSERT INTO {bits} (rowid, part, embedding) "
+                f"SELECT rowid, rowid % {PARTS}, vec_quantize_binary(embedding) FROM {table}"
+            )
+        if not has_floats:
+            conn.execute(f"CREATE TABLE {floats} (id INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
+            conn.execute(f"INSERT INTO {floats} (id, embedding) SELECT rowid, embedding FROM {table}")
+        sqlite_vec_bits.bump(conn, space.key)
+        return int(conn.execute(f"SELECT COUNT(*) FROM {floats}").fetchone()[0])
 
     async def build_prefilter(self, space: EmbeddingSpace) -> int:
-        """Make the bit table of ``space`` now if it is due (more than ``prefilter_above`` vectors,
-        none yet): the vectors it quantised, 0 when there was nothing to do. One write
-        transaction, which other writes wait for (some 30 s at 400,000 vectors); reads go on."""
+        """Make the prefilter of ``space`` now if it is due (more than ``prefilter_above`` vectors,
+        none yet, or only its bit table): the vectors it holds, 0 when there was nothing to do.
+        One write transaction, which other writes wait for (a minute or two at 400,000 vectors);
+        reads go on."""
         check_space(space)
         started = time.perf_counter()
 
         def work(conn: sqlite3.Connection) -> int:
             if not _table_exists(conn, vec_table(space)):
                 return 0
-            return self._fill_bits_if_due(conn, space)
+            return self._fill_prefilter_if_due(conn, space)
 
         made = await self.database.write(work)
         if made:
@@ -329,8 +387,8 @@ class SQLiteVectorIndex:
         return made
 
     def _backfill_later(self, space: EmbeddingSpace) -> None:
-        """After a space's first query in this process: make its bit table in the background if
-        a library from before bit tables needs one (queries stay exact until it is there)."""
+        """After a space's first query in this process: make its prefilter in the background if
+        a library from before prefilters needs one (queries stay exact until it is there)."""
         if space.key in self._checked or not self.oversample:
             return
         self._checked.add(space.key)
@@ -344,10 +402,49 @@ class SQLiteVectorIndex:
             log.warning("vector index: the binary prefilter was not made: %s", task.exception())
 
     async def backfills(self) -> None:
-        """Wait for the bit tables being made in the background (tests, the bench, closing)."""
-        for task in list(self._backfills.values()):
+        """Wait for the prefilters being made and the bit tables' copies being loaded in the
+        background (tests, the bench, closing)."""
+        for task in [*self._backfills.values(), *self._loading.values()]:
             if not task.done():
                 await asyncio.wait([task])
+
+    def _load_later(self, space: EmbeddingSpace) -> None:
+        """Load a new in-memory copy of the space's bit table in the background (one at a time):
+        the last query found the copy missing or older than the last write. Not after a
+        process's first query, so that a one-off search (the CLI's) neither loads one nor waits
+        at exit for a load it will not use; from its second query on, a process loads it."""
+        if space.key not in self._stale:
+            self._stale.add(space.key)
+            return
+        running = self._loading.get(space.key)
+        if running is not None and not running.done():
+            return
+        bits = bits_table(space)
+
+        async def load() -> None:
+            started = time.perf_counter()
+            copy = await self.database.read(lambda conn: sqlite_vec_bits.load(conn, bits, space.key))
+            held = self._copies.get(space.key)
+            if held is None or held.generation <= copy.generation:
+                self._copies[space.key] = copy
+            log.debug(
+                "vector index: %d bit vectors of %s in memory (%.2f s)",
+                len(copy.rowids), space.model, time.perf_counter() - started,
+            )  # fmt: skip
+
+        task = asyncio.get_running_loop().create_task(load())
+        self._loading[space.key] = task
+        task.add_done_callback(self._load_done)
+
+    def in_memory_vectors(self, space: EmbeddingSpace) -> int:
+        """Vectors of the space's bit table this index holds in memory (0: none copied yet)."""
+        copy = self._copies.get(space.key)
+        return 0 if copy is None else len(copy.rowids)
+
+    @staticmethod
+    def _load_done(task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("vector index: the bit table was not copied to memory: %s", task.exception())
 
     async def delete_video(self, video_id: str) -> int:
         def work(conn: sqlite3.Connection) -> int:
@@ -356,9 +453,12 @@ class SQLiteVectorIndex:
             for row in rows:
                 by_table[f"vec_windows_{row['tag']}"].append((row["id"],))
                 by_table[f"vec_bits_{row['tag']}"].append((row["id"],))
+                by_table[f"vec_floats_{row['tag']}"].append((row["id"],))
             for table, rowids in by_table.items():
-                if _table_exists(conn, table):  # a bit table only where the space passed the threshold
+                if _table_exists(conn, table):  # a prefilter only where the space passed the threshold
                     conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", rowids)
+            for space_key in {row["space"] for row in rows}:
+                sqlite_vec_bits.bump(conn, space_key)
             conn.execute(vector_rows.SQL_DELETE_VIDEO, (video_id,))
             conn.execute(vector_rows.SQL_DELETE_LEDGER, (video_id,))
             return len(rows)
@@ -381,31 +481,43 @@ class SQLiteVectorIndex:
         within = check_video_ids(video_ids)
         if within is not None and not within:
             return []
-        table, bits = vec_table(space), bits_table(space)
+        table, bits, floats = vec_table(space), bits_table(space), floats_table(space)
         videos = None if within is None else vector_rows.json_ids(within)
         candidates = top_k * self.oversample
         per_part = -(-2 * candidates // PARTS)
+        copy = self._copies.get(space.key) if self.in_memory else None
 
-        def work(conn: sqlite3.Connection) -> list[VectorHit]:
+        def work(conn: sqlite3.Connection) -> tuple[list[VectorHit], bool]:
             if not self._exists(conn, space):
-                return []
-            if videos is None and self.oversample and _table_exists(conn, bits):
-                rows = conn.execute(
-                    _prefilter_sql(table, bits), (blob, per_part, candidates, top_k)
-                ).fetchall()
+                return [], False
+            stale = False
+            has_floats = _table_exists(conn, floats)
+            if videos is None and self.oversample and has_floats and _table_exists(conn, bits):
+                if copy is not None and copy.generation == sqlite_vec_bits.generation(conn, space.key):
+                    query_bits = conn.execute("SELECT vec_quantize_binary(?)", (blob,)).fetchone()[0]
+                    nearest = sqlite_vec_bits.nearest(copy, query_bits, candidates)
+                    rows = conn.execute(_rescore_sql(floats), (blob, json.dumps(nearest), top_k)).fetchall()
+                else:
+                    stale = self.in_memory
+                    rows = conn.execute(
+                        _prefilter_sql(floats, bits), (blob, per_part, candidates, top_k)
+                    ).fetchall()
             elif videos is None:
                 rows = conn.execute(_knn_sql(table, ""), (blob, top_k)).fetchall()
             else:
                 count = conn.execute(_SQL_COUNT, (space.key, videos)).fetchone()[0]
                 if not count:
-                    return []
+                    return [], False
                 if count <= self.scan_limit:
-                    rows = conn.execute(_scan_sql(table), (blob, space.key, videos, top_k)).fetchall()
+                    scanned = floats if has_floats else table
+                    rows = conn.execute(_scan_sql(scanned), (blob, space.key, videos, top_k)).fetchall()
                 else:
                     rows = conn.execute(_knn_sql(table, _WITHIN), (blob, top_k, videos)).fetchall()
-            return [hit(vector_rows.window_from_row(row), 1.0 - row["distance"]) for row in rows]
+            return [hit(vector_rows.window_from_row(row), 1.0 - row["distance"]) for row in rows], stale
 
-        found = await self.database.read(work)
+        found, stale = await self.database.read(work)
+        if stale:
+            self._load_later(space)
         self._backfill_later(space)
         return found
 
