@@ -41,6 +41,7 @@ LOCAL_ONLY = frozenset(
         "storage/sqlite",
         "storage/sqlite_vec",
         "exports/obsidian",
+        "live/ffmpeg_live",
         "exports/notion_sdk",
         "site_files",
         "egress/__init__",

@@ -120,6 +120,9 @@ class Runtime:
     oauth: OAuthStore | None = None
     """The OAuth server's clients, codes and tokens (``auth/store.py``): SQLite locally, D1 and
     KV on the Worker, memory in ``build_runtime``."""
+    live: Any = None
+    """The live-stream reader (``live.core.LiveSource``): ffmpeg on the local runtime
+    (``live/ffmpeg_live.py``); ``None`` on the Worker, which has no subprocesses."""
     egress: Closeable | None = None
     """Public mode's guard on the local runtime (``egress.Egress``: the filtering proxy that yt-dlp
     and ffmpeg fetch through), closed with the runtime; ``None`` elsewhere. The Worker has none:
@@ -238,6 +241,9 @@ def build_local_runtime(
     _add_local_stt(runtime)
     _add_local_embed(runtime)
     _add_local_sources(runtime, egress)
+    from .live.ffmpeg_live import FfmpegLive
+
+    runtime.live = FfmpegLive(runtime.http, egress=egress)
     return runtime
 
 

@@ -23,6 +23,7 @@ from .errors import EXCEPTION_HANDLERS
 from .exports import EXPORT_ROUTES
 from .health import health
 from .jobs import JOB_ROUTES
+from .live import LIVE_ROUTES
 from .library_routes import delete_saved_video, get_saved_video, list_saved_videos, put_saved_video
 from .middleware import build_middleware, wrap
 from .oauth import oauth_routes
@@ -164,6 +165,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             *BOT_ROUTES,
             upload,
             *JOB_ROUTES,
+            *LIVE_ROUTES,
             *ANSWER_ROUTES,
             *ACCOUNT_ROUTES,
             *mcp.route_handlers,

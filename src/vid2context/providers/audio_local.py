@@ -177,14 +177,19 @@ def _decode_error(stderr: str, what: str) -> VidError:
     )
 
 
-def _decode_args(source: str, pcm: str, marks: str, public: bool) -> list[str]:
-    guard = ["-protocol_whitelist", "file", "-format_whitelist", SAFE_DEMUXERS] if public else []
+def _decode_args(
+    source: str, pcm: str, marks: str, public: bool, inputs: list[str] | None = None, length: float | None = None
+) -> list[str]:
+    """``inputs``: the input's own options and ``-i`` when the caller chose them (a live stream,
+    read over HTTP); ``length``: stop after that many seconds of audio."""
+    if inputs is None:
+        guard = ["-protocol_whitelist", "file", "-format_whitelist", SAFE_DEMUXERS] if public else []
+        inputs = [*guard, "-i", f"file:{source}" if public else source]
     return [
         "-loglevel",
         "error",
-        *guard,
-        "-i",
-        f"file:{source}" if public else source,
+        *inputs,
+        *(["-t", f"{length:.3f}"] if length is not None else []),
         "-map",
         "0:a:0",
         "-vn",
@@ -260,20 +265,32 @@ async def decode(
 
 
 async def decode_pieces(
-    source: str, pcm: str, ctx: Ctx, *, what: str, max_sec: float, public: bool = False
+    source: str,
+    pcm: str,
+    ctx: Ctx,
+    *,
+    what: str,
+    max_sec: float,
+    public: bool = False,
+    inputs: list[str] | None = None,
+    length: float | None = None,
+    timeout: float = FFMPEG_TIMEOUT_S,
 ) -> AsyncIterator[Piece]:
     """Decode ``source`` to raw 16 kHz mono PCM at ``pcm``, yielding ``plan_cuts``'s pieces as
     they are settled: each one's audio is in ``pcm`` when it is yielded.
 
     ``silencedetect`` marks silences in the frames' metadata and ``ametadata`` writes them, as they
     come, to a file beside the PCM (not stderr, whose tail is all a run keeps). ``public``: the
-    input may only be a self-contained media file (see the module docstring). Closing the
-    generator early stops the decode pass (its process group).
+    input may only be a self-contained media file (see the module docstring). ``inputs``,
+    ``length`` and ``timeout`` are for a live stream (``live/ffmpeg_live.py``): its input options,
+    the most audio to read, and the run's own limit. Closing the generator early stops the decode
+    pass (its process group).
     """
     marks = os.path.join(os.path.dirname(pcm), "silences.txt")
     seen = _Marks(marks)
     limit, overlap, window = _limits(max_sec, OVERLAP_SEC, None)
-    running = asyncio.ensure_future(run_ffmpeg(_decode_args(source, pcm, marks, public), ctx, what=what))
+    args = _decode_args(source, pcm, marks, public, inputs, length)
+    running = asyncio.ensure_future(run_ffmpeg(args, ctx, what=what, timeout=timeout))
     start, carried = 0.0, 0.0
     try:
         while not running.done():

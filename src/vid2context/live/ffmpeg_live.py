@@ -1,0 +1,215 @@
+"""The local runtime's ``LiveSource``: the manifest checked with httpx, the audio read by ffmpeg.
+
+Local only (``LOCAL_ONLY``): a subprocess and a temporary folder.
+
+``probe`` fetches the manifest (``playlists.read_manifest``): an HLS master playlist is followed
+to its first variant, a finished playlist (video on demand) or a dynamic-less MPD is refused with
+a hint to read it as a video, and a live playlist with no segment yet is fetched again every
+``poll_s`` until one appears or ``start_timeout_s`` passes.
+
+``pieces`` is the pipelined long-audio path of ``providers/audio_local`` pointed at the stream:
+one ffmpeg pass reads HLS or DASH as the server publishes it and writes 16 kHz mono PCM with its
+silences, ``decode_pieces`` hands on each piece as soon as its cut is settled, and
+``FfmpegPrep.load`` encodes it for the ladder. ffmpeg stops by itself at ``-t`` (``maxMinutes``)
+or when the stream ends (``#EXT-X-ENDLIST``, or ``HOLD_RELOADS`` reloads without a new segment);
+leaving the ``async with`` (a client gone, a failure) stops its process group and removes the
+folder.
+
+Public mode: the URL and the variant are checked by ``egress`` before anything is fetched, the
+manifest is read through its guarded client, and ffmpeg fetches through its filtering proxy
+(``-http_proxy``), with only the network protocols and stream demuxers allowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
+
+import httpx
+
+from ..chunking import AudioChunk
+from ..ctx import Ctx
+from ..errors import ErrorCode, VidError, per_surface
+from ..providers.audio_local import FfmpegPrep, decode_pieces
+from ..providers.speech import AudioInput
+from .core import LivePiece
+from .playlists import Manifest, read_manifest
+
+__all__ = ["HOLD_RELOADS", "FfmpegLive"]
+
+HOLD_RELOADS = 30
+"""Reloads of an HLS playlist that brings nothing new before ffmpeg counts the stream as ended."""
+MANIFEST_BYTES = 2 * 1024 * 1024
+_NETWORK = "http,https,tcp,tls,crypto,httpproxy"
+_STREAM_DEMUXERS = "hls,dash,mpegts,mov,aac,mp3,matroska,webm,ogg,flac,wav"
+
+
+class FfmpegLive:
+    """Live HLS and DASH through ffmpeg; ``http`` is the runtime's client (a guarded one from
+    ``egress`` is used instead in public mode)."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        *,
+        egress: Any = None,
+        start_timeout_s: float = 30.0,
+        poll_s: float = 1.0,
+    ) -> None:
+        self._http = http
+        self._egress = egress
+        self.start_timeout_s = start_timeout_s
+        self.poll_s = poll_s
+        self._kinds: dict[str, str] = {}
+
+    async def probe(self, url: str, ctx: Ctx) -> str:
+        client = self._egress.client() if self._egress is not None else self._http
+        try:
+            manifest = await self._manifest(client, url, ctx)
+            media = url
+            if manifest.kind == "hls-master":
+                if manifest.variant is None:
+                    raise _not_stream(url)
+                media = manifest.variant
+                manifest = await self._manifest(client, media, ctx)
+            if manifest.kind == "other" or manifest.kind == "hls-master":
+                raise _not_stream(url)
+            if not manifest.live:
+                raise _not_live(url)
+            waited = 0.0
+            while manifest.segments == 0:
+                if waited >= self.start_timeout_s:
+                    raise _never_started(url, self.start_timeout_s)
+                await asyncio.sleep(self.poll_s)
+                waited += self.poll_s
+                ctx.check()
+                manifest = await self._manifest(client, media, ctx)
+                if not manifest.live and manifest.segments == 0:
+                    raise _never_started(url, waited)
+        finally:
+            if client is not self._http:
+                await client.aclose()
+        self._kinds[media] = manifest.kind
+        return media
+
+    async def _manifest(self, client: httpx.AsyncClient, url: str, ctx: Ctx) -> Manifest:
+        ctx.check()
+        if self._egress is not None:
+            await self._egress.check_url(url, subject="the stream")
+        try:
+            response = await client.get(url, timeout=min(30.0, ctx.remaining or 30.0))
+        except httpx.HTTPError:
+            raise VidError(
+                ErrorCode.UPSTREAM,
+                "The stream's manifest could not be fetched (no answer from its server).",
+                hint="Check the address; if it is right, tell the user the stream's server does not answer, and "
+                "do not retry.",
+            ) from None
+        if response.status_code in (404, 410):
+            raise VidError(
+                ErrorCode.NOT_FOUND,
+                f"The stream's manifest is not there (HTTP {response.status_code}).",
+                hint="Check the address; the stream may have ended or not started yet.",
+            )
+        if response.status_code >= 400:
+            raise VidError(
+                ErrorCode.UPSTREAM,
+                f"The stream's server refused the manifest (HTTP {response.status_code}).",
+                hint="Tell the user the stream's server refused it; do not retry.",
+            )
+        return read_manifest(response.content[:MANIFEST_BYTES].decode("utf-8", "replace"), str(response.url))
+
+    @contextlib.asynccontextmanager
+    async def pieces(
+        self, media: str, ctx: Ctx, *, length_sec: float, piece_sec: float
+    ) -> AsyncIterator[AsyncIterator[LivePiece]]:
+        folder = await asyncio.to_thread(tempfile.mkdtemp, prefix="vid2context-live-")
+        decoded: AsyncGenerator[tuple[float, float, float]] | None = None
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                options: list[str] = ["-rw_timeout", "15000000"]
+                if self._kinds.get(media) == "hls-media":
+                    options += ["-m3u8_hold_counters", str(HOLD_RELOADS)]
+                if self._egress is not None:
+                    call = await stack.enter_async_context(self._egress.call())
+                    options += [
+                        "-http_proxy",
+                        call.proxy_url,
+                        "-protocol_whitelist",
+                        _NETWORK,
+                        "-format_whitelist",
+                        _STREAM_DEMUXERS,
+                    ]
+                pcm = os.path.join(folder, "audio.pcm")
+                decoded = decode_pieces(
+                    media,
+                    pcm,
+                    ctx,
+                    what="the live stream",
+                    max_sec=piece_sec,
+                    inputs=[*options, "-i", media],
+                    length=length_sec,
+                    timeout=length_sec + 600.0,
+                )
+                yield _loaded(decoded, folder, ctx)
+        finally:
+            if decoded is not None:
+                await decoded.aclose()  # a decode pass still running is stopped, its group killed
+            await asyncio.to_thread(shutil.rmtree, folder, True)
+
+
+async def _loaded(
+    decoded: AsyncGenerator[tuple[float, float, float]], folder: str, ctx: Ctx
+) -> AsyncIterator[LivePiece]:
+    prep = FfmpegPrep()
+    index = 0
+    async for start, end, overlap in decoded:
+        chunk = AudioChunk(
+            index=index,
+            start_sec=start,
+            end_sec=end,
+            overlap_sec=overlap,
+            audio=AudioInput.from_path(os.path.join(folder, f"piece-{index:04d}.mp3"), mime="audio/mpeg"),
+        )
+        yield LivePiece(index=index, start_sec=start, end_sec=end, audio=await prep.load(chunk, ctx))
+        index += 1
+
+
+def _not_stream(url: str) -> VidError:
+    del url
+    return VidError(
+        ErrorCode.UNSUPPORTED_INPUT,
+        "The address is not an HLS playlist or DASH manifest of a stream.",
+        hint=per_surface(
+            rest="Give the stream's .m3u8 or .mpd address; for a video, read its transcript instead (GET "
+            "/api/v1/transcript?url=...).",
+            mcp="Give the stream's .m3u8 or .mpd address; for a video, read its transcript instead "
+            "(get_transcript).",
+        ),
+    )
+
+
+def _not_live(url: str) -> VidError:
+    del url
+    return VidError(
+        ErrorCode.UNSUPPORTED_INPUT,
+        "The stream is not live: its playlist is finished (video on demand).",
+        hint=per_surface(
+            rest="Read it as a video with GET /api/v1/transcript?url=<the same address>.",
+            mcp="Read it as a video with get_transcript and the same url.",
+        ),
+    )
+
+
+def _never_started(url: str, waited: float) -> VidError:
+    del url
+    return VidError(
+        ErrorCode.TIMEOUT,
+        f"The stream did not start: its playlist listed no media after {waited:g} s.",
+        hint="Tell the user the stream has not started; call again once it is on air.",
+    )
