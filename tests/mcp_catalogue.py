@@ -31,4 +31,5 @@ TOOLS = {
     "extract",
     "digest_videos",
     "get_skip_segments",
+    "watch_live",
 }

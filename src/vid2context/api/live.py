@@ -5,16 +5,19 @@ an input that is no stream manifest, a playlist that is not live, a stream that 
 Worker) with the standard error body and status before anything is streamed; then the events go
 out through ``api.ask.sse_stream``, the encoding and keep-alive comments ``/chat`` uses
 (``event:`` and one line of JSON ``data:``). A failure after streaming began is an ``error``
-event. A client that disconnects cancels the stream, which stops ffmpeg and removes its files.
+event. A client that disconnects cancels the stream, and the body is closed after the response
+(Litestar leaves that to the app), which stops ffmpeg and removes its files.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Annotated
 
 from litestar import Request, get
+from litestar.background_tasks import BackgroundTask
 from litestar.params import QueryParameter
 from litestar.response import Stream
 
@@ -48,8 +51,10 @@ MaxMinutesQuery = Annotated[
 
 async def _events(runtime: Runtime, watch: LiveWatch, ctx: Ctx) -> AsyncIterator[Event]:
     try:
-        async for event in live_events(runtime, watch, ctx):
-            yield event
+        # aclosing: a client gone while this waits at a yield closes the watch, and with it ffmpeg
+        async with contextlib.aclosing(live_events(runtime, watch, ctx)) as watching:
+            async for event in watching:
+                yield event
     except VidError as error:
         yield Event("error", error_data(error))
     except Exception:
@@ -77,7 +82,11 @@ async def live_route(
     watch = await prepare_live(runtime, require_url(url), minutes, ctx, lang=parse_lang(lang))
     keep_alive = request.app.state.get("keep_alive_s", KEEP_ALIVE_S)
     body = sse_stream(_events(runtime, watch, ctx), ctx, float(keep_alive))
-    return Stream(body, media_type="text/event-stream", headers=_SSE_HEADERS)
+    # Litestar stops iterating a body whose client went away but never closes it; closing it
+    # after the response (the background task also runs then) stops the watch and its ffmpeg.
+    return Stream(
+        body, media_type="text/event-stream", headers=_SSE_HEADERS, background=BackgroundTask(body.aclose)
+    )
 
 
 LIVE_ROUTES = [live_route]

@@ -124,43 +124,80 @@ class FfmpegLive:
             )
         return read_manifest(response.content[:MANIFEST_BYTES].decode("utf-8", "replace"), str(response.url))
 
-    @contextlib.asynccontextmanager
-    async def pieces(
+    def pieces(
         self, media: str, ctx: Ctx, *, length_sec: float, piece_sec: float
-    ) -> AsyncIterator[AsyncIterator[LivePiece]]:
-        folder = await asyncio.to_thread(tempfile.mkdtemp, prefix="vid2context-live-")
-        decoded: AsyncGenerator[tuple[float, float, float]] | None = None
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[LivePiece]]:
+        options: list[str] = ["-rw_timeout", "15000000"]
+        if self._kinds.get(media) == "hls-media":
+            options += ["-m3u8_hold_counters", str(HOLD_RELOADS)]
+        return _Reading(self._egress, media, options, ctx, length_sec=length_sec, piece_sec=piece_sec)
+
+
+_CLEANUPS: set[asyncio.Future[None]] = set()
+"""Cleanups still running, held so that none is collected before it ends."""
+
+
+class _Reading:
+    """One ffmpeg pass over a stream, as an ``async with`` (a class, not a generator: its exit
+    runs the same way whether the block ended, failed, or was closed from a generator's
+    ``aclose``)."""
+
+    def __init__(
+        self, egress: Any, media: str, options: list[str], ctx: Ctx, *, length_sec: float, piece_sec: float
+    ) -> None:
+        self._egress = egress
+        self._media = media
+        self._options = options
+        self._ctx = ctx
+        self._length_sec = length_sec
+        self._piece_sec = piece_sec
+        self._folder: str | None = None
+        self._stack = contextlib.AsyncExitStack()
+        self._decoded: AsyncGenerator[tuple[float, float, float]] | None = None
+        self._loaded: AsyncGenerator[LivePiece] | None = None
+
+    async def __aenter__(self) -> AsyncIterator[LivePiece]:
+        self._folder = folder = await asyncio.to_thread(tempfile.mkdtemp, prefix="vid2context-live-")
+        options = list(self._options)
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                options: list[str] = ["-rw_timeout", "15000000"]
-                if self._kinds.get(media) == "hls-media":
-                    options += ["-m3u8_hold_counters", str(HOLD_RELOADS)]
-                if self._egress is not None:
-                    call = await stack.enter_async_context(self._egress.call())
-                    options += [
-                        "-http_proxy",
-                        call.proxy_url,
-                        "-protocol_whitelist",
-                        _NETWORK,
-                        "-format_whitelist",
-                        _STREAM_DEMUXERS,
-                    ]
-                pcm = os.path.join(folder, "audio.pcm")
-                decoded = decode_pieces(
-                    media,
-                    pcm,
-                    ctx,
-                    what="the live stream",
-                    max_sec=piece_sec,
-                    inputs=[*options, "-i", media],
-                    length=length_sec,
-                    timeout=length_sec + 600.0,
-                )
-                yield _loaded(decoded, folder, ctx)
+            if self._egress is not None:
+                call = await self._stack.enter_async_context(self._egress.call())
+                options += ["-http_proxy", call.proxy_url, "-protocol_whitelist", _NETWORK]
+                options += ["-format_whitelist", _STREAM_DEMUXERS]
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        self._decoded = decode_pieces(
+            self._media,
+            os.path.join(folder, "audio.pcm"),
+            self._ctx,
+            what="the live stream",
+            max_sec=self._piece_sec,
+            inputs=[*options, "-i", self._media],
+            length=self._length_sec,
+            timeout=self._length_sec + 600.0,
+        )
+        self._loaded = _loaded(self._decoded, folder, self._ctx)
+        return self._loaded
+
+    async def __aexit__(self, *exc: object) -> None:
+        # In a task of its own, which a caller's cancellation cannot interrupt half-way: a client
+        # gone from an MCP call is cancelled again at every await of the cleanup.
+        cleanup = asyncio.ensure_future(self._cleanup())
+        _CLEANUPS.add(cleanup)
+        cleanup.add_done_callback(_CLEANUPS.discard)
+        await asyncio.shield(cleanup)
+
+    async def _cleanup(self) -> None:
+        try:
+            for generator in (self._loaded, self._decoded):
+                if generator is not None:
+                    with contextlib.suppress(Exception):
+                        await generator.aclose()  # a decode pass still running: its group is killed
+            await self._stack.aclose()
         finally:
-            if decoded is not None:
-                await decoded.aclose()  # a decode pass still running is stopped, its group killed
-            await asyncio.to_thread(shutil.rmtree, folder, True)
+            if self._folder is not None:
+                await asyncio.to_thread(shutil.rmtree, self._folder, True)
 
 
 async def _loaded(

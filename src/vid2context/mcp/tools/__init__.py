@@ -12,6 +12,7 @@ from . import (
     exports,
     jobs,
     lists,
+    live,
     packs,
     research,
     search,
@@ -35,6 +36,7 @@ MODULES = (
     answers,
     skips,
     choose,
+    live,
 )
 
 
