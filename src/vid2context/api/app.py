@@ -23,8 +23,8 @@ from .errors import EXCEPTION_HANDLERS
 from .exports import EXPORT_ROUTES
 from .health import health
 from .jobs import JOB_ROUTES
-from .live import LIVE_ROUTES
 from .library_routes import delete_saved_video, get_saved_video, list_saved_videos, put_saved_video
+from .live import LIVE_ROUTES
 from .middleware import build_middleware, wrap
 from .oauth import oauth_routes
 from .openapi import openapi_config
