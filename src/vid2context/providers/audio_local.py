@@ -178,7 +178,12 @@ def _decode_error(stderr: str, what: str) -> VidError:
 
 
 def _decode_args(
-    source: str, pcm: str, marks: str, public: bool, inputs: list[str] | None = None, length: float | None = None
+    source: str,
+    pcm: str,
+    marks: str,
+    public: bool,
+    inputs: list[str] | None = None,
+    length: float | None = None,
 ) -> list[str]:
     """``inputs``: the input's own options and ``-i`` when the caller chose them (a live stream,
     read over HTTP); ``length``: stop after that many seconds of audio."""
