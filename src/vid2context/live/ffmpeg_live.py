@@ -129,7 +129,8 @@ class FfmpegLive:
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[LivePiece]]:
         options: list[str] = ["-rw_timeout", "15000000"]
         if self._kinds.get(media) == "hls-media":
-            options += ["-m3u8_hold_counters", str(HOLD_RELOADS)]
+            # From the newest segment (ffmpeg's default is three back, three segments more delay).
+            options += ["-live_start_index", "-1", "-m3u8_hold_counters", str(HOLD_RELOADS)]
         return _Reading(self._egress, media, options, ctx, length_sec=length_sec, piece_sec=piece_sec)
 
 
@@ -248,5 +249,5 @@ def _never_started(url: str, waited: float) -> VidError:
     return VidError(
         ErrorCode.TIMEOUT,
         f"The stream did not start: its playlist listed no media after {waited:g} s.",
-        hint="Tell the user the stream has not started; call again once it is on air.",
+        hint="Tell the user the stream has not started, and do not retry until it is on air.",
     )
