@@ -22,6 +22,7 @@ import pytest
 from mcp.client import Client
 
 from vid2context.api import create_app
+from vid2context.ctx import Ctx
 from vid2context.live import read_manifest
 from vid2context.live.ffmpeg_live import FfmpegLive
 from vid2context.mcp import create_mcp
@@ -158,6 +159,24 @@ async def test_a_client_that_goes_away_stops_ffmpeg_and_its_files(
             assert readers_of(stream.url)  # ffmpeg is reading it
         await gone(stream.url, temporary)
     assert stream.writer is not None and stream.writer.poll() is None  # the stream itself goes on
+
+
+async def test_the_reading_stops_after_its_length_while_the_stream_goes_on(
+    runtime: Runtime, long_stream: LiveHls, temporary: Path
+) -> None:
+    """What ``maxMinutes`` sets (``length_sec``, ffmpeg's ``-t``), at 8 s instead of a minute."""
+    live = runtime.live
+    assert isinstance(live, FfmpegLive)
+    ctx = Ctx(timeout=HANG_GUARD_S)
+    media = await live.probe(long_stream.url, ctx)
+    async with (
+        asyncio.timeout(HANG_GUARD_S),
+        live.pieces(media, ctx, length_sec=8.0, piece_sec=5.0) as pieces,
+    ):
+        ends = [piece.end_sec async for piece in pieces]
+    assert ends[-1] == pytest.approx(8.0, abs=0.05) and len(ends) >= 2
+    assert readers_of(long_stream.url) == [] and os.listdir(temporary) == []
+    assert long_stream.writer is not None and long_stream.writer.poll() is None  # still playing
 
 
 async def test_watch_live_sends_the_rolling_transcript_and_then_the_text(
