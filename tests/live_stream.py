@@ -15,7 +15,6 @@ a few segments late still hears every word).
 from __future__ import annotations
 
 import functools
-import os
 import subprocess
 import threading
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Self
 
 from .fake_whisper import Word, tone_audio
+from .processes import command_lines
 
 __all__ = ["HANG_GUARD_S", "LiveHls", "readers_of", "tone_words"]
 
@@ -97,16 +97,5 @@ class LiveHls:
 
 
 def readers_of(url: str) -> list[int]:
-    """Pids of running processes (zombies excluded) whose command line names ``url``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            line = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if url in line and state != "Z":
-            found.append(int(entry))
-    return found
+    """Pids of running processes whose command line names ``url``."""
+    return sorted(command_lines(url))
