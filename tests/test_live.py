@@ -223,6 +223,7 @@ def site(tmp_path: Path, tones: tuple[Path, list[Word]]) -> Iterator[LiveHls]:
     static(folder, "vod.m3u8", VOD)
     static(folder, "empty.m3u8", EMPTY_LIVE)
     static(folder, "page.html", "<html><body>not a stream</body></html>")
+    (folder / "big.ts").write_bytes(b"\x47" * (3 * 1024 * 1024))  # media, not a manifest: read no further
     with LiveHls(folder, tones[0], start=False) as server:
         yield server
 
@@ -263,12 +264,14 @@ async def test_requests_that_are_not_a_live_stream(runtime: Runtime, site: LiveH
         vod = await http.get(API, params={"url": at(site, "vod.m3u8")})
         never = await http.get(API, params={"url": at(site, "empty.m3u8")})
         page = await http.get(API, params={"url": at(site, "page.html")})
+        big = await http.get(API, params={"url": at(site, "big.ts")})
         missing = await http.get(API, params={"url": at(site, "nothing.m3u8")})
         youtube = await http.get(API, params={"url": "https://www.youtube.com/watch?v=GJLlxj_dtq8"})
         no_url = await http.get(API)
     assert_error(vod, 400, "unsupported-input", "/api/v1/transcript")
     assert_error(never, 504, "timeout")
     assert_error(page, 400, "unsupported-input", ".m3u8")
+    assert_error(big, 400, "unsupported-input", ".m3u8")
     assert_error(missing, 404, "not-found")
     assert_error(youtube, 400, "unsupported-input")
     assert_error(no_url, 400, "bad-request")

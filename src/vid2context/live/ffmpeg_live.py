@@ -74,26 +74,28 @@ class FfmpegLive:
             media = url
             if manifest.kind == "hls-master":
                 if manifest.variant is None:
-                    raise _not_stream(url)
+                    raise _not_stream()
                 media = manifest.variant
                 manifest = await self._manifest(client, media, ctx)
             if manifest.kind == "other" or manifest.kind == "hls-master":
-                raise _not_stream(url)
+                raise _not_stream()
             if not manifest.live:
-                raise _not_live(url)
+                raise _not_live()
             waited = 0.0
             while manifest.segments == 0:
                 if waited >= self.start_timeout_s:
-                    raise _never_started(url, self.start_timeout_s)
+                    raise _never_started(self.start_timeout_s)
                 await asyncio.sleep(self.poll_s)
                 waited += self.poll_s
                 ctx.check()
                 manifest = await self._manifest(client, media, ctx)
                 if not manifest.live and manifest.segments == 0:
-                    raise _never_started(url, waited)
+                    raise _never_started(waited)
         finally:
             if client is not self._http:
                 await client.aclose()
+        if len(self._kinds) >= 256:  # probes whose watch never started
+            self._kinds.clear()
         self._kinds[media] = manifest.kind
         return media
 
@@ -102,7 +104,12 @@ class FfmpegLive:
         if self._egress is not None:
             await self._egress.check_url(url, subject="the stream")
         try:
-            response = await client.get(url, timeout=min(30.0, ctx.remaining or 30.0))
+            async with client.stream("GET", url, timeout=min(30.0, ctx.remaining or 30.0)) as response:
+                body = b""
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) >= MANIFEST_BYTES:  # no manifest is this large: a media file, a page
+                        break
         except httpx.HTTPError:
             raise VidError(
                 ErrorCode.UPSTREAM,
@@ -122,13 +129,13 @@ class FfmpegLive:
                 f"The stream's server refused the manifest (HTTP {response.status_code}).",
                 hint="Tell the user the stream's server refused it; do not retry.",
             )
-        return read_manifest(response.content[:MANIFEST_BYTES].decode("utf-8", "replace"), str(response.url))
+        return read_manifest(body[:MANIFEST_BYTES].decode("utf-8", "replace"), str(response.url))
 
     def pieces(
         self, media: str, ctx: Ctx, *, length_sec: float, piece_sec: float
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[LivePiece]]:
         options: list[str] = ["-rw_timeout", "15000000"]
-        if self._kinds.get(media) == "hls-media":
+        if self._kinds.pop(media, None) == "hls-media":
             # From the newest segment (ffmpeg's default is three back, three segments more delay).
             options += ["-live_start_index", "-1", "-m3u8_hold_counters", str(HOLD_RELOADS)]
         return _Reading(self._egress, media, options, ctx, length_sec=length_sec, piece_sec=piece_sec)
@@ -218,8 +225,7 @@ async def _loaded(
         index += 1
 
 
-def _not_stream(url: str) -> VidError:
-    del url
+def _not_stream() -> VidError:
     return VidError(
         ErrorCode.UNSUPPORTED_INPUT,
         "The address is not an HLS playlist or DASH manifest of a stream.",
@@ -232,8 +238,7 @@ def _not_stream(url: str) -> VidError:
     )
 
 
-def _not_live(url: str) -> VidError:
-    del url
+def _not_live() -> VidError:
     return VidError(
         ErrorCode.UNSUPPORTED_INPUT,
         "The stream is not live: its playlist is finished (video on demand).",
@@ -244,8 +249,7 @@ def _not_live(url: str) -> VidError:
     )
 
 
-def _never_started(url: str, waited: float) -> VidError:
-    del url
+def _never_started(waited: float) -> VidError:
     return VidError(
         ErrorCode.TIMEOUT,
         f"The stream did not start: its playlist listed no media after {waited:g} s.",
