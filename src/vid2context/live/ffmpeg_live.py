@@ -9,7 +9,8 @@ a hint to read it as a video, and a live playlist with no segment yet is fetched
 
 ``pieces`` is the pipelined long-audio path of ``providers/audio_local`` pointed at the stream:
 one ffmpeg pass reads HLS or DASH as the server publishes it and writes 16 kHz mono PCM with its
-silences, ``decode_pieces`` hands on each piece as soon as its cut is settled, and
+silences, ``decode_pieces`` hands on each piece as soon as its cut is settled (``eager``: at the
+first pause that ends inside the cut window, not after waiting for a longer one), and
 ``FfmpegPrep.load`` encodes it for the ladder. ffmpeg stops by itself at ``-t`` (``maxMinutes``)
 or when the stream ends (``#EXT-X-ENDLIST``, or ``HOLD_RELOADS`` reloads without a new segment);
 leaving the ``async with`` (a client gone, a failure) stops its process group and removes the
@@ -136,8 +137,11 @@ class FfmpegLive:
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[LivePiece]]:
         options: list[str] = ["-rw_timeout", "15000000"]
         if self._kinds.pop(media, None) == "hls-media":
-            # From the newest segment (ffmpeg's default is three back, three segments more delay).
+            # From the newest segment (ffmpeg's default is three back, three segments more delay),
+            # and a connection per segment: over a server without keep-alive ffmpeg's persistent
+            # reads held the audio back by seconds (measured: 8 s bursts on loopback).
             options += ["-live_start_index", "-1", "-m3u8_hold_counters", str(HOLD_RELOADS)]
+            options += ["-http_persistent", "0"]
         return _Reading(self._egress, media, options, ctx, length_sec=length_sec, piece_sec=piece_sec)
 
 
@@ -181,9 +185,10 @@ class _Reading:
             self._ctx,
             what="the live stream",
             max_sec=self._piece_sec,
-            inputs=[*options, "-i", self._media],
+            inputs=[*options, "-i", self._media, "-flush_packets", "1"],  # PCM on disk as it is decoded
             length=self._length_sec,
             timeout=self._length_sec + 600.0,
+            eager=True,
         )
         self._loaded = _loaded(self._decoded, folder, self._ctx)
         return self._loaded
