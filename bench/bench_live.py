@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 from tests.fake_whisper import FakeWhisper, Word
 from tests.live_stream import LiveHls, tone_words
 from tests.sse import SseClient, parse
+
 from vid2context.api import create_app
 from vid2context.live.ffmpeg_live import FfmpegLive
 from vid2context.providers.audio_local import FfmpegPrep
@@ -74,10 +75,14 @@ async def _watch(fake: FakeWhisper, live: LiveHls) -> list[tuple[float, dict[str
     return events
 
 
-def _latencies(events: list[tuple[float, dict[str, Any]]], words: list[Word], started_at: float) -> dict[str, Any]:
+def _latencies(
+    events: list[tuple[float, dict[str, Any]]], words: list[Word], started_at: float
+) -> dict[str, Any]:
     by_text = {w.text: w for w in words}
     segments = [(at, e["data"]) for at, e in events if e["event"] == "segment"]
-    pieces = [e["data"]["heardSec"] for _, e in events if e["event"] == "status" and e["data"]["state"] == "heard"]
+    pieces = [
+        e["data"]["heardSec"] for _, e in events if e["event"] == "status" and e["data"]["state"] == "heard"
+    ]
     first = by_text[segments[0][1]["text"].split()[0].strip(".,")]
     offset = segments[0][1]["startSec"] - first.start  # stream time of audio time 0
     latency, floor = [], []
