@@ -45,8 +45,9 @@ def tools(deps: Deps) -> list[ContractTool]:
         """Transcribe a live stream (HLS .m3u8 or DASH .mpd) as it arrives, for maxMinutes or until it
         ends. While it runs, each new line "[m:ss] text" is sent as a progress notification (send a
         progressToken to see them); the result is the whole transcript, times in seconds from where
-        the watch joined the stream. Holds the call for up to maxMinutes; about 150 tokens a minute
-        of speech. A finished playlist is a video: read it with get_transcript. Local server only.
+        the watch joined the stream. Holds the call for up to maxMinutes; the text costs roughly 200
+        tokens a minute of speech. A finished playlist is a video: read it with get_transcript. Local
+        server only.
         """
         work = Ctx(timeout=runtime.settings.request_timeout_ms / 1000 or None)
         watch = await prepare_live(runtime, url, max_minutes, work)
