@@ -42,6 +42,7 @@ LOCAL_ONLY = frozenset(
         "storage/sqlite_vec",
         "storage/sqlite_vec_bits",
         "exports/obsidian",
+        "live/ffmpeg_live",
         "exports/notion_sdk",
         "site_files",
         "egress/__init__",

@@ -33,4 +33,5 @@ TOOLS = {
     "get_skip_segments",
     "find_duplicates",
     "open_transcript_viewer",
+    "watch_live",
 }

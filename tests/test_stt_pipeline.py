@@ -35,6 +35,7 @@ from vid2context.runtime import build_runtime
 from vid2context.settings import load_settings
 
 from .fake_whisper import FakeWhisper, Word
+from .processes import command_lines
 from .test_stt_ladder import expected, openai_env, sentences, words_of
 
 __all__ = ["sentences"]  # the fixture, shared with test_stt_ladder
@@ -145,17 +146,7 @@ async def test_the_first_request_reaches_the_service_before_the_decode_pass_ends
 
 def ffmpeg_under(folder: Path) -> list[str]:
     """Command lines of running processes that name a file under ``folder``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            line = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if str(folder) in line and "ffmpeg" in line:
-            found.append(line)
-    return found
+    return [line for line in command_lines(str(folder)).values() if "ffmpeg" in line]
 
 
 async def test_cancelling_mid_way_leaves_no_ffmpeg_and_no_temporary_files(

@@ -49,6 +49,7 @@ __all__ = [
     "get_metadata",
     "labelling_rungs",
     "list_items",
+    "no_stt_rung",
     "resolve",
     "resolve_video",
     "run_rung",
@@ -411,6 +412,11 @@ def _no_stt_rung(attempts: list[Attempt]) -> VidError:
         ),
         attempts=attempts,
     )
+
+
+no_stt_rung = _no_stt_rung
+"""The error when no speech-to-text rung is enabled, for callers that check before they start
+(``live.core``)."""
 
 
 def _with_next_step(error: VidError, blocker: VidError) -> VidError:

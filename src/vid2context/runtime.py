@@ -131,6 +131,9 @@ class Runtime:
     """Called with a collection's id and the ``VideoSummary`` list each time videos join it in
     this process (a refresh, a watch list's included, or an add): how the MCP server tells its
     subscribers (``mcp/updates.py``). Nothing crosses processes or isolates this way."""
+    live: Any = None
+    """The live-stream reader (``live.core.LiveSource``): ffmpeg on the local runtime
+    (``live/ffmpeg_live.py``); ``None`` on the Worker, which has no subprocesses."""
     egress: Closeable | None = None
     """Public mode's guard on the local runtime (``egress.Egress``: the filtering proxy that yt-dlp
     and ffmpeg fetch through), closed with the runtime; ``None`` elsewhere. The Worker has none:
@@ -256,6 +259,9 @@ def build_local_runtime(
     _add_local_stt(runtime)
     _add_local_embed(runtime)
     _add_local_sources(runtime, egress)
+    from .live.ffmpeg_live import FfmpegLive
+
+    runtime.live = FfmpegLive(runtime.http, egress=egress)
     return runtime
 
 

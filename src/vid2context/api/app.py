@@ -27,6 +27,7 @@ from .exports import EXPORT_ROUTES
 from .health import health
 from .jobs import JOB_ROUTES
 from .library_routes import delete_saved_video, get_saved_video, list_saved_videos, put_saved_video
+from .live import LIVE_ROUTES
 from .middleware import build_middleware, wrap
 from .oauth import oauth_routes
 from .openapi import openapi_config
@@ -178,6 +179,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             *DUPLICATE_ROUTES,
             upload,
             *JOB_ROUTES,
+            *LIVE_ROUTES,
             *ANSWER_ROUTES,
             *ACCOUNT_ROUTES,
             *WEBHOOK_ROUTES,

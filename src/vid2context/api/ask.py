@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 from litestar import Request, Response, post
@@ -132,12 +132,23 @@ async def sse_stream(
     finally:
         if not finished:
             ctx.abort()
-            if pending is not None:
+            if pending is not None and not pending.done():
                 pending.cancel()
-            else:
+                _hold(pending)
+            else:  # idle, or its next event came just as the stream was cancelled
                 with contextlib.suppress(RuntimeError):
                     # The iterator is idle at a yield: closing it runs its cleanup now.
-                    asyncio.ensure_future(iterator.aclose())  # type: ignore[attr-defined]
+                    _hold(asyncio.ensure_future(iterator.aclose()))  # type: ignore[attr-defined]
+
+
+_LEFT_RUNNING: set[asyncio.Future[Any]] = set()
+"""Tasks a closed stream left to finish its cleanup: held, because asyncio keeps only weak
+references to tasks, and a task nobody holds can be collected before its cleanup ran."""
+
+
+def _hold(task: asyncio.Future[Any]) -> None:
+    _LEFT_RUNNING.add(task)
+    task.add_done_callback(_LEFT_RUNNING.discard)
 
 
 def _keep_alive(request: Request) -> float:

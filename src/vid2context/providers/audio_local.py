@@ -150,6 +150,20 @@ def _settled(start: float, max_sec: float, decoded: float, open_start: float | N
     return open_start is None or open_start > target or decoded > 2 * target - open_start + SETTLE_SEC
 
 
+def _early_cut(
+    start: float, max_sec: float, window: float, closed: list[tuple[float, float]], decoded: float
+) -> float | None:
+    """The middle of the first pause, fully decoded, whose middle lies in the cut window of the
+    piece from ``start`` (the window ``_cut`` looks in); ``None`` while there is none."""
+    target = start + max_sec
+    low = max(start + max_sec / 2, target - window)
+    for a, b in closed:
+        middle = (a + b) / 2
+        if low <= middle <= target and b <= decoded:
+            return middle
+    return None
+
+
 async def run_ffmpeg(args: list[str], ctx: Ctx, *, what: str, timeout: float = FFMPEG_TIMEOUT_S) -> Completed:
     """``ffmpeg args`` through ``process.run_program``: stopped with its process group on timeout,
     cancellation or the call's deadline."""
@@ -177,14 +191,24 @@ def _decode_error(stderr: str, what: str) -> VidError:
     )
 
 
-def _decode_args(source: str, pcm: str, marks: str, public: bool) -> list[str]:
-    guard = ["-protocol_whitelist", "file", "-format_whitelist", SAFE_DEMUXERS] if public else []
+def _decode_args(
+    source: str,
+    pcm: str,
+    marks: str,
+    public: bool,
+    inputs: list[str] | None = None,
+    length: float | None = None,
+) -> list[str]:
+    """``inputs``: the input's own options and ``-i`` when the caller chose them (a live stream,
+    read over HTTP); ``length``: stop after that many seconds of audio."""
+    if inputs is None:
+        guard = ["-protocol_whitelist", "file", "-format_whitelist", SAFE_DEMUXERS] if public else []
+        inputs = [*guard, "-i", f"file:{source}" if public else source]
     return [
         "-loglevel",
         "error",
-        *guard,
-        "-i",
-        f"file:{source}" if public else source,
+        *inputs,
+        *(["-t", f"{length:.3f}"] if length is not None else []),
         "-map",
         "0:a:0",
         "-vn",
@@ -260,20 +284,35 @@ async def decode(
 
 
 async def decode_pieces(
-    source: str, pcm: str, ctx: Ctx, *, what: str, max_sec: float, public: bool = False
+    source: str,
+    pcm: str,
+    ctx: Ctx,
+    *,
+    what: str,
+    max_sec: float,
+    public: bool = False,
+    inputs: list[str] | None = None,
+    length: float | None = None,
+    timeout: float = FFMPEG_TIMEOUT_S,
+    eager: bool = False,
 ) -> AsyncIterator[Piece]:
     """Decode ``source`` to raw 16 kHz mono PCM at ``pcm``, yielding ``plan_cuts``'s pieces as
     they are settled: each one's audio is in ``pcm`` when it is yielded.
 
     ``silencedetect`` marks silences in the frames' metadata and ``ametadata`` writes them, as they
     come, to a file beside the PCM (not stderr, whose tail is all a run keeps). ``public``: the
-    input may only be a self-contained media file (see the module docstring). Closing the
-    generator early stops the decode pass (its process group).
+    input may only be a self-contained media file (see the module docstring). ``inputs``,
+    ``length``, ``timeout`` and ``eager`` are for a live stream (``live/ffmpeg_live.py``): its input
+    options, the most audio to read, the run's own limit, and cuts made at the first pause that
+    ends inside the cut window (``_early_cut``) instead of waiting past the target for the longest
+    one, since a listener waits for every second of it. Closing the generator early stops the
+    decode pass (its process group).
     """
     marks = os.path.join(os.path.dirname(pcm), "silences.txt")
     seen = _Marks(marks)
     limit, overlap, window = _limits(max_sec, OVERLAP_SEC, None)
-    running = asyncio.ensure_future(run_ffmpeg(_decode_args(source, pcm, marks, public), ctx, what=what))
+    args = _decode_args(source, pcm, marks, public, inputs, length)
+    running = asyncio.ensure_future(run_ffmpeg(args, ctx, what=what, timeout=timeout))
     start, carried = 0.0, 0.0
     try:
         while not running.done():
@@ -281,8 +320,13 @@ async def decode_pieces(
             if running.done():
                 break
             decoded = await asyncio.to_thread(seen.look, pcm)
-            while _settled(start, limit, decoded, seen.open_start):
-                piece, start, carried = _cut(start, carried, seen.closed, limit, overlap, window)
+            while True:
+                if _settled(start, limit, decoded, seen.open_start):
+                    piece, start, carried = _cut(start, carried, seen.closed, limit, overlap, window)
+                elif eager and (early := _early_cut(start, limit, window, seen.closed, decoded)) is not None:
+                    piece, start, carried = (round(start, 3), round(early, 3), carried), early, 0.0
+                else:
+                    break
                 yield piece
         done = running.result()
     finally:

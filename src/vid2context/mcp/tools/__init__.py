@@ -13,6 +13,7 @@ from . import (
     exports,
     jobs,
     lists,
+    live,
     packs,
     research,
     search,
@@ -39,6 +40,7 @@ MODULES = (
     duplicates,
     choose,
     viewer,
+    live,
 )
 
 
