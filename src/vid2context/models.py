@@ -69,6 +69,8 @@ __all__ = [
     "VideoMetadata",
     "VideoRef",
     "VideoSummary",
+    "VisualItem",
+    "VisualKind",
 ]
 
 
@@ -105,10 +107,14 @@ Stage = Literal[
     "embed",
     "rerank",
     "llm",
+    "frames",
+    "ocr",
+    "vision",
 ]
 """``audio`` is fetching the sound for speech-to-text; ``stt`` one speech-to-text rung; ``embed`` one
 embedding rung; ``rerank`` one reranking rung of a search; ``llm`` one language-model rung (a
-translation, an answer)."""
+translation, an answer); ``frames`` picking the frames of the picture (``mode=video``), ``ocr`` one
+rung reading their text, ``vision`` one vision-model rung describing them."""
 
 AttemptOutcome = Literal["ok", "error", "skipped"]
 
@@ -292,6 +298,20 @@ class Attempt(Base, omit_defaults=True):
     ms: int = 0
 
 
+VisualKind = Literal["on_screen_text", "scene"]
+"""``on_screen_text``: words read from the picture (slides, code, captions burnt in); ``scene``: a
+vision model's description of what is shown."""
+
+
+class VisualItem(Base):
+    """One stretch of the picture: the same text (or scene) from ``start_sec`` to ``end_sec``."""
+
+    start_sec: float
+    end_sec: float
+    kind: VisualKind
+    text: str
+
+
 class VideoContext(Base):
     id: str
     metadata: VideoMetadata
@@ -299,6 +319,11 @@ class VideoContext(Base):
     comments: list[Comment] | None = None
     attempts: list[Attempt] = []
     fetched_at: str = ""
+    visual: list[VisualItem] | None = None
+    """The on-screen layer (``mode=video``), in time order; ``None`` when the picture was not read."""
+    visual_note: str | None = None
+    """Why ``visual`` holds less than the picture showed (no frame could be read, a frame cap was
+    reached), so an empty list never reads as "nothing was shown"."""
 
 
 class VideoSummary(Base):

@@ -102,6 +102,9 @@ class Runtime:
     and adds the calling MCP client's model when there is one."""
     llm_plan: LlmPlan = field(default_factory=LlmPlan)
     """How language-model rungs are retried."""
+    visual: list[Any] = field(default_factory=list)
+    """The on-screen ladder of ``mode=video`` in order, disabled rungs included
+    (``visual/base.py``'s ``VisualReader``): Tesseract on ffmpeg's frames locally, none on the Worker."""
     keep_alive: KeepAlive | None = None
     """The platform's way to keep a background task alive past its request (``waitUntil`` on the
     Worker); ``None`` when the process outlives its requests anyway."""
@@ -290,7 +293,12 @@ def _add_local_sources(runtime: Runtime, egress: Any) -> None:
             settings, platforms=("web",) if replaying else ("web", "youtube"), egress=egress
         )
     )
-    local.append(LocalFileProvider.from_settings(settings))
+    files = LocalFileProvider.from_settings(settings)
+    local.append(files)
+    from .visual.local_ocr import LocalOcr
+
+    uploads = next((p for p in runtime.sources if isinstance(p, UploadProvider)), None)
+    runtime.visual = [LocalOcr.from_settings(settings, files=files, uploads=uploads), *runtime.visual]
     # The hosted rung spends credits, and the user's own address usually works: it goes last.
     hosted = [p for p in runtime.sources if isinstance(p, SupadataProvider)]
     runtime.sources = [p for p in runtime.sources if p not in hosted] + local + hosted
