@@ -36,7 +36,7 @@ from .providers.base import AudioSource, SourceProvider
 from .providers.captions import missing_note, same_language
 from .providers.speech import AudioInput, SpeechToText
 from .runtime import Runtime
-from .visual.layer import read_visual
+from .visual.layer import check_readable, read_visual
 
 __all__ = [
     "combine_errors",
@@ -273,6 +273,8 @@ async def get_context(
                 visual=cached.visual,
                 visual_note=cached.visual_note,
             )
+    if checked_mode == "video":
+        check_readable(runtime, ref)  # a saved reading is served anywhere; a new one needs a rung
     if ctx.meter is not None:
         await ctx.meter.video_read()  # hosted mode: a read from the platform counts; 429 when over
     key = (ref.id, checked_mode, (lang or "").lower(), refresh)

@@ -49,9 +49,14 @@ def video_streams(probed: Probe) -> list[dict]:
 
 
 def _select(plan: FramePlan) -> str:
+    """The ``select`` expression. It always names ``scene``: only then does ffmpeg score every
+    frame and attach the score as metadata, which is what ``metadata=print`` writes (with the
+    frame's time); without it the times file stays empty."""
     terms = ["isnan(prev_selected_t)"]
     if plan.scene > 0:
         terms.append(f"gt(scene\\,{plan.scene:g})*gte(t-prev_selected_t\\,1)")
+    else:
+        terms.append("0*scene")
     if plan.interval_s > 0:
         terms.append(f"gte(t-prev_selected_t\\,{plan.interval_s})")
     return "+".join(terms)

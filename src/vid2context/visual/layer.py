@@ -14,7 +14,7 @@ from ..models import Attempt, VideoRef, VisualItem
 from ..timecode import format_timestamp
 from .base import VisualReader, VisualReading
 
-__all__ = ["on_screen_line", "read_visual", "reading_note"]
+__all__ = ["check_readable", "on_screen_line", "read_visual", "reading_note"]
 
 
 def _cannot_read_here(ref: VideoRef, rungs: list[VisualReader]) -> VidError:
@@ -36,6 +36,13 @@ def _cannot_read_here(ref: VideoRef, rungs: list[VisualReader]) -> VidError:
         hint="Use mode=auto for the transcript, or give the video as a local file or an upload "
         "(upload:<sha256>) with mode=video.",
     )
+
+
+def check_readable(runtime, ref: VideoRef) -> None:
+    """Refuse ``mode=video`` before anything is fetched where no rung could get at the picture."""
+    rungs: list[VisualReader] = list(runtime.visual)
+    if not any(rung.accepts(ref) for rung in rungs):
+        raise _cannot_read_here(ref, rungs)
 
 
 def reading_note(reading: VisualReading) -> str | None:
