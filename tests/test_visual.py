@@ -21,14 +21,16 @@ from mcp.client import Client
 
 from vid2context.api import create_app
 from vid2context.mcp import create_mcp
+from vid2context.models import Segment, Transcript, VideoContext, VideoMetadata, VisualItem
 from vid2context.providers.localfile import LocalFileProvider
 from vid2context.runtime import Runtime, build_local_runtime, build_runtime
+from vid2context.search.engine import SearchRequest, search
 from vid2context.settings import load_settings
 from vid2context.visual.frames import FramePlan
 from vid2context.visual.local_ocr import LocalOcr
 from vid2context.visual.merge import FrameText, merge_frames
 
-from .runtimes import serve
+from .runtimes import ON_EVERY_RUNTIME, Runtimes, serve
 from .slides import SLIDES, draw_deck, slide_words
 
 pytestmark = pytest.mark.anyio
@@ -236,3 +238,46 @@ def test_merging_keeps_the_fullest_reading_and_splits_on_blank_frames() -> None:
     ]
     assert merge_frames([], end_sec=5.0) == []
 
+
+
+async def test_on_screen_text_is_searchable(client: httpx.AsyncClient, decks: Path) -> None:
+    """A deck read with mode=video is found by a word only its slide shows, as an on_screen hit."""
+    url = str(decks / "deck.mp4")
+    assert (await client.get(f"{API}/context", params={"url": url, "mode": "video"})).status_code == 200
+    body = (await client.get(f"{API}/search", params={"q": "kickstand", "mode": "keyword"})).json()
+    assert body["hits"], body
+    top = body["hits"][0]
+    assert top["kind"] == "on_screen" and 4 <= top["startSec"] < 5
+    assert "**Kickstand**" in top["snippet"]
+
+
+def _talk_with_slides() -> VideoContext:
+    native = "SlidesTalk1"
+    return VideoContext(
+        id=f"youtube:{native}",
+        metadata=VideoMetadata(id=native, platform="youtube", title="Slides talk", duration_sec=20.0),
+        transcript=Transcript(
+            language="en",
+            origin="captions-manual",
+            timing="caption",
+            producer="test",
+            segments=[
+                Segment(start_sec=0.0, end_sec=5.0, text="welcome everyone to the review"),
+                Segment(start_sec=5.0, end_sec=10.0, text="the battery matters more than mileage"),
+            ],
+        ),
+        visual=[
+            VisualItem(start_sec=2.0, end_sec=9.0, kind="on_screen_text", text="Kickstand tilts\nbackwards"),
+        ],
+    )
+
+
+@ON_EVERY_RUNTIME
+async def test_every_store_finds_on_screen_text_as_its_own_kind(runtimes: Runtimes) -> None:
+    """SQLite, memory and D1 index the stretches beside the segments, and tell them apart."""
+    runtime = await runtimes.build({"VID2CONTEXT_EMBED_ON_SAVE": "0"})
+    await runtime.storage.put_context(_talk_with_slides())
+    shown = await search(runtime, SearchRequest(query="kickstand", mode="keyword"))
+    spoken = await search(runtime, SearchRequest(query="battery", mode="keyword"))
+    assert [(h.kind, h.start_sec, h.text) for h in shown.hits] == [("on_screen", 2.0, "Kickstand tilts / backwards")]
+    assert [(h.kind, h.start_sec) for h in spoken.hits] == [("transcript", 5.0)]

@@ -369,6 +369,9 @@ class SearchHit(Base):
     highlights: list[tuple[int, int]] = []
     """``[start, end)`` character offsets in ``text`` of the words that matched (the stems'
     words for a stemmed hit), in order: what a snippet puts in **bold**."""
+    kind: Literal["transcript", "on_screen"] = "transcript"
+    """``on_screen``: the passage is text shown in the picture (``mode=video``), one stretch of
+    ``visual`` with its lines joined by `` / ``; ``transcript``: words spoken."""
 
 
 class SearchRanks(Base, omit_defaults=True):
