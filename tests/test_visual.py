@@ -240,7 +240,7 @@ def test_merging_keeps_the_fullest_reading_and_splits_on_blank_frames() -> None:
 
 
 
-async def test_on_screen_text_is_searchable(client: httpx.AsyncClient, decks: Path) -> None:
+async def test_on_screen_text_is_searchable(runtime: Runtime, client: httpx.AsyncClient, decks: Path) -> None:
     """A deck read with mode=video is found by a word only its slide shows, as an on_screen hit."""
     url = str(decks / "deck.mp4")
     assert (await client.get(f"{API}/context", params={"url": url, "mode": "video"})).status_code == 200
@@ -249,6 +249,11 @@ async def test_on_screen_text_is_searchable(client: httpx.AsyncClient, decks: Pa
     top = body["hits"][0]
     assert top["kind"] == "on_screen" and 4 <= top["startSec"] < 5
     assert "**Kickstand**" in top["snippet"]
+    async with Client(create_mcp(runtime)) as mcp:
+        found = await mcp.call_tool("search_transcript", {"query": "kickstand", "mode": "keyword"})
+    text = "\n".join(block.text for block in found.content)
+    assert not found.is_error, text
+    assert re.search(r"\[0:04-0:08\].*keyword · on screen", text), text
 
 
 def _talk_with_slides() -> VideoContext:
