@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from tests.slides import SLIDES, draw_deck, slide_words
+
 from vid2context.ctx import Ctx
 from vid2context.models import VideoRef
 from vid2context.providers.localfile import LocalFileProvider

@@ -45,7 +45,17 @@ def draw_deck(
         filters.append(f"drawtext=text='{title}':fontsize={big}:x=w/12:y=h/4:fontcolor=black:{shown}")
         filters.append(f"drawtext=text='{line}':fontsize={small}:x=w/12:y=h/2:fontcolor=0x333333:{shown}")
     length = len(slides) * seconds
-    argv = ["ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", f"color=c=0xf0f0e0:s={size}:d={length}:r=10"]
+    argv = [
+        "ffmpeg",
+        "-v",
+        "error",
+        "-nostdin",
+        "-y",
+        "-f",
+        "lavfi",
+        "-i",
+        f"color=c=0xf0f0e0:s={size}:d={length}:r=10",
+    ]
     if audio:
         argv += ["-f", "lavfi", "-i", f"sine=frequency=440:duration={length}"]
     argv += ["-vf", ",".join(filters), "-c:v", "libx264", "-pix_fmt", "yuv420p"]

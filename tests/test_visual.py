@@ -103,7 +103,9 @@ def _assert_slides(visual: list[dict[str, Any]], slides: tuple[tuple[str, str], 
         assert not got & others, item["text"]
 
 
-async def test_the_words_of_each_slide_come_back_at_their_times(client: httpx.AsyncClient, decks: Path) -> None:
+async def test_the_words_of_each_slide_come_back_at_their_times(
+    client: httpx.AsyncClient, decks: Path
+) -> None:
     reply = await client.get(f"{API}/context", params={"url": str(decks / "deck.mp4"), "mode": "video"})
     assert reply.status_code == 200, reply.text
     body = reply.json()
@@ -114,7 +116,9 @@ async def test_the_words_of_each_slide_come_back_at_their_times(client: httpx.As
     steps = [(a["id"], a["stage"], a["outcome"]) for a in body["attempts"]]
     assert ("visual/tesseract", "ocr", "ok") in steps
     assert ("localfile", "captions", "error") in steps  # why there is no transcript
-    again = (await client.get(f"{API}/context", params={"url": str(decks / "deck.mp4"), "mode": "video"})).json()
+    again = (
+        await client.get(f"{API}/context", params={"url": str(decks / "deck.mp4"), "mode": "video"})
+    ).json()
     assert [a["stage"] for a in again["attempts"]] == ["cache"]
     assert again["visual"] == body["visual"]
 
@@ -124,7 +128,9 @@ async def test_repeated_text_across_frames_is_one_stretch(decks: Path, tmp_path:
     rt = await _local(decks, tmp_path, VID2CONTEXT_FRAME_INTERVAL_S="1", VID2CONTEXT_FRAME_SCENE_PCT="0")
     try:
         async with serve(create_app(rt)) as http:
-            body = (await http.get(f"{API}/context", params={"url": str(decks / "deck.mp4"), "mode": "video"})).json()
+            body = (
+                await http.get(f"{API}/context", params={"url": str(decks / "deck.mp4"), "mode": "video"})
+            ).json()
     finally:
         await rt.aclose()
     _assert_slides(body["visual"], SLIDES, SECONDS)
@@ -132,13 +138,17 @@ async def test_repeated_text_across_frames_is_one_stretch(decks: Path, tmp_path:
 
 async def test_text_and_markdown_show_an_on_screen_section(client: httpx.AsyncClient, decks: Path) -> None:
     url = str(decks / "deck.mp4")
-    text = (await client.get(f"{API}/transcript", params={"url": url, "mode": "video", "format": "text"})).text
+    text = (
+        await client.get(f"{API}/transcript", params={"url": url, "mode": "video", "format": "text"})
+    ).text
     lines = text.splitlines()
     assert "On screen" in lines
     shown = lines[lines.index("On screen") + 1 :]
     assert [line[:6] for line in shown] == ["[0:00]", "[0:04]", "[0:08]", "[0:12]", "[0:16]", "[0:20]"]
     assert "kickstand" in _words(shown[1]) and "questions" in _words(shown[5])
-    markdown = (await client.get(f"{API}/transcript", params={"url": url, "mode": "video", "format": "markdown"})).text
+    markdown = (
+        await client.get(f"{API}/transcript", params={"url": url, "mode": "video", "format": "markdown"})
+    ).text
     assert "## On screen" in markdown
     assert re.search(r"^- \[0:12\].*Latency", markdown, re.M), markdown
 
@@ -150,7 +160,9 @@ async def test_a_4k_frame_is_read(client: httpx.AsyncClient, decks: Path) -> Non
     _assert_slides(reply.json()["visual"], SLIDES[:2], 2)
 
 
-async def test_a_file_without_a_video_track_is_unsupported_input(client: httpx.AsyncClient, decks: Path) -> None:
+async def test_a_file_without_a_video_track_is_unsupported_input(
+    client: httpx.AsyncClient, decks: Path
+) -> None:
     reply = await client.get(f"{API}/context", params={"url": str(decks / "tone.mp3"), "mode": "video"})
     assert reply.status_code == 400
     body = reply.json()["error"]
@@ -163,9 +175,13 @@ async def test_a_picture_that_cannot_be_read_says_so(client: httpx.AsyncClient, 
     body = (await client.get(f"{API}/context", params={"url": url, "mode": "video"})).json()
     assert body["visual"] == []
     assert "No text could be read" in body["visualNote"]
-    text = (await client.get(f"{API}/transcript", params={"url": url, "mode": "video", "format": "text"})).text
+    text = (
+        await client.get(f"{API}/transcript", params={"url": url, "mode": "video", "format": "text"})
+    ).text
     assert "On screen\nNote: No text could be read" in text
-    markdown = (await client.get(f"{API}/transcript", params={"url": url, "mode": "video", "format": "markdown"})).text
+    markdown = (
+        await client.get(f"{API}/transcript", params={"url": url, "mode": "video", "format": "markdown"})
+    ).text
     assert "## On screen\n\n_No text could be read" in markdown
 
 
@@ -239,7 +255,6 @@ def test_merging_keeps_the_fullest_reading_and_splits_on_blank_frames() -> None:
     assert merge_frames([], end_sec=5.0) == []
 
 
-
 async def test_on_screen_text_is_searchable(runtime: Runtime, client: httpx.AsyncClient, decks: Path) -> None:
     """A deck read with mode=video is found by a word only its slide shows, as an on_screen hit."""
     url = str(decks / "deck.mp4")
@@ -284,5 +299,7 @@ async def test_every_store_finds_on_screen_text_as_its_own_kind(runtimes: Runtim
     await runtime.storage.put_context(_talk_with_slides())
     shown = await search(runtime, SearchRequest(query="kickstand", mode="keyword"))
     spoken = await search(runtime, SearchRequest(query="battery", mode="keyword"))
-    assert [(h.kind, h.start_sec, h.text) for h in shown.hits] == [("on_screen", 2.0, "Kickstand tilts / backwards")]
+    assert [(h.kind, h.start_sec, h.text) for h in shown.hits] == [
+        ("on_screen", 2.0, "Kickstand tilts / backwards")
+    ]
     assert [(h.kind, h.start_sec) for h in spoken.hits] == [("transcript", 5.0)]

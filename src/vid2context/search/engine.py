@@ -312,14 +312,18 @@ def fuse(keyword: Sequence[SearchHit], vector: Sequence[VectorHit]) -> list[_Ent
         windows.setdefault(window.video_id, []).append(entry)
     for rank, hit in enumerate(keyword, 1):
         # Vector windows are spoken words: on-screen text at the same time is a passage of its own.
-        inside = None if hit.kind == "on_screen" else next(
-            (
-                e
-                for e in windows.get(hit.video_id, [])
-                if e.window is not None
-                and e.window.start_sec - _EPSILON <= hit.start_sec <= e.window.end_sec + _EPSILON
-            ),
-            None,
+        inside = (
+            None
+            if hit.kind == "on_screen"
+            else next(
+                (
+                    e
+                    for e in windows.get(hit.video_id, [])
+                    if e.window is not None
+                    and e.window.start_sec - _EPSILON <= hit.start_sec <= e.window.end_sec + _EPSILON
+                ),
+                None,
+            )
         )
         if inside is None:
             entries.append(_Entry(hit.video_id, keyword=hit, keyword_rank=rank))

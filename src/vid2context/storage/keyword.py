@@ -41,7 +41,6 @@ from typing import Any, NamedTuple
 
 from ..errors import ErrorCode, VidError
 from ..models import SearchHit
-from .common import ON_SCREEN_IDX
 from ..search.query import (
     ParsedQuery,
     Phrase,
@@ -52,6 +51,7 @@ from ..search.query import (
     stems,
     tokenize,
 )
+from .common import ON_SCREEN_IDX
 
 __all__ = [
     "WINDOW",

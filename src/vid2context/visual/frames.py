@@ -18,7 +18,7 @@ from pathlib import Path
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
 from ..providers.localfile import FFMPEG_HINT, Probe, probe
-from ..providers.process import run_program
+from ..providers.process import first_line, run_program
 
 __all__ = ["MAX_WIDTH", "Frame", "FramePlan", "frame_count_note", "pick_frames", "video_streams"]
 
@@ -86,10 +86,9 @@ async def pick_frames(
     ctx.progress("frames", None, "picking frames")
     done = await run_program(argv, ctx, timeout=FRAMES_TIMEOUT_S, what="ffmpeg", missing_hint=FFMPEG_HINT)
     if done.returncode != 0:
-        said = next((line for line in done.stderr.splitlines() if line.strip()), "failed")[:160]
         raise VidError(
             ErrorCode.BAD_REQUEST,
-            f"ffmpeg could not read the picture of {shown} ({said}).",
+            f"ffmpeg could not read the picture of {shown} ({first_line(done.stderr)}).",
             hint="Tell the user the file may be damaged or use a codec this ffmpeg lacks; do not retry.",
         )
     stamps = [float(m.group(1)) for m in _PTS_TIME.finditer(times.read_bytes())] if times.exists() else []
@@ -105,4 +104,3 @@ def frame_count_note(count: int, plan: FramePlan) -> str | None:
             "after the last of them is missing."
         )
     return None
-

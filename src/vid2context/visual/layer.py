@@ -31,8 +31,7 @@ def _cannot_read_here(ref: VideoRef, rungs: list[VisualReader]) -> VidError:
         )
     return VidError(
         ErrorCode.UNSUPPORTED_INPUT,
-        f"The picture of {ref.platform} videos cannot be read yet: mode=video reads local files and "
-        "uploads.",
+        f"The picture of {ref.platform} videos cannot be read yet: mode=video reads local files and uploads.",
         hint="Use mode=auto for the transcript, or give the video as a local file or an upload "
         "(upload:<sha256>) with mode=video.",
     )
@@ -78,7 +77,9 @@ async def read_visual(
     for rung in accepting:
         if not rung.enabled:
             detail = "install " + " and ".join(rung.requires) if rung.requires else "not set up"
-            attempts.append(Attempt(id=rung.id, stage="ocr", outcome="skipped", reason="missing-key", detail=detail))
+            attempts.append(
+                Attempt(id=rung.id, stage="ocr", outcome="skipped", reason="missing-key", detail=detail)
+            )
     if not ready:
         raise VidError(
             ErrorCode.NO_PROVIDER,

@@ -54,7 +54,9 @@ def merge_frames(frames: list[FrameText], *, end_sec: float | None) -> list[Visu
     def close(until: float) -> None:
         if current is not None:
             start, _, text, _ = current
-            items.append(VisualItem(start_sec=start, end_sec=max(until, start), kind="on_screen_text", text=text))
+            items.append(
+                VisualItem(start_sec=start, end_sec=max(until, start), kind="on_screen_text", text=text)
+            )
 
     for frame in sorted(frames, key=lambda f: f.time_sec):
         text = clean_text(frame.text)

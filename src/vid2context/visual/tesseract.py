@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
-from ..providers.process import run_program
+from ..providers.process import first_line, run_program
 from .frames import Frame
 from .merge import FrameText
 
@@ -60,12 +60,13 @@ async def read_frames(
     ctx.progress("ocr", None, f"reading {len(frames)} frames")
     done = await run_program(argv, ctx, timeout=OCR_TIMEOUT_S, what="tesseract", missing_hint=TESSERACT_HINT)
     if done.returncode != 0:
-        said = next((line for line in done.stderr.splitlines() if line.strip()), "failed")[:160]
         raise VidError(
             ErrorCode.BAD_REQUEST,
-            f"Tesseract could not read the frames ({said}).",
+            f"Tesseract could not read the frames ({first_line(done.stderr)}).",
             hint="Tell the user to check VID2CONTEXT_OCR_LANG names installed Tesseract languages "
             "(`tesseract --list-langs`; e.g. eng, or eng+deu); do not retry until then.",
         )
     pages = _parse_tsv(done.stdout.decode("utf-8", "replace"), len(frames))
-    return [FrameText(time_sec=f.time_sec, text="\n".join(lines)) for f, lines in zip(frames, pages, strict=True)]
+    return [
+        FrameText(time_sec=f.time_sec, text="\n".join(lines)) for f, lines in zip(frames, pages, strict=True)
+    ]
