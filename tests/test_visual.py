@@ -303,3 +303,11 @@ async def test_every_store_finds_on_screen_text_as_its_own_kind(runtimes: Runtim
         ("on_screen", 2.0, "Kickstand tilts / backwards")
     ]
     assert [(h.kind, h.start_sec) for h in spoken.hits] == [("transcript", 5.0)]
+
+
+async def test_models_lists_the_ocr_rung(client: httpx.AsyncClient) -> None:
+    listed = (await client.get(f"{API}/models", params={"kind": "visual"})).json()["models"]
+    assert [(m["id"], m["tier"], m["enabled"], m["requires"]) for m in listed] == [
+        ("visual/tesseract", "local", True, [])
+    ]
+    assert "lang:eng" in listed[0]["capabilities"]

@@ -99,8 +99,8 @@ def llm_ladder(runtime: Runtime, ctx: Ctx | None = None) -> list[LanguageModel]:
 def model_rungs(runtime: Runtime, ctx: Ctx | None = None) -> list[ModelInfo]:
     """Every model rung the runtime knows, in ladder order.
 
-    Speech-to-text, embedding, then language-model rungs (captions are source providers, not
-    models); the MCP client's own model is enabled only in an MCP call whose client can sample
+    Speech-to-text, embedding, language-model, then on-screen (``mode=video``) rungs (captions
+    are source providers, not models); the MCP client's own model is enabled only in an MCP call whose client can sample
     (``ctx.caller_model``).
     """
     stt = [
@@ -146,7 +146,21 @@ def model_rungs(runtime: Runtime, ctx: Ctx | None = None) -> list[ModelInfo]:
         )
         for rung in llm_ladder(runtime, ctx)
     ]
-    return [*stt, *embed, *llm]
+    visual = [
+        ModelInfo(
+            id=rung.id,
+            kind="visual",
+            service=rung.service,
+            model=rung.model,
+            label=rung.model.rsplit("/", 1)[-1],
+            tier=rung.tier,
+            enabled=rung.enabled,
+            requires=list(rung.requires),
+            capabilities=["ocr", f"lang:{getattr(rung, 'lang', '')}"],
+        )
+        for rung in runtime.visual
+    ]
+    return [*stt, *embed, *llm, *visual]
 
 
 @get("/api/v1/formats", sync_to_thread=False)

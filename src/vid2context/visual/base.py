@@ -29,8 +29,14 @@ class VisualReading:
 class VisualReader(Protocol):
     id: str
     """``visual/tesseract``, ``visual/openai-compatible/<model>``: attempts name the rung with it."""
+    service: str
+    model: str
+    tier: str
+    """``local`` (this machine) or, for a hosted vision rung, that service's tier."""
     enabled: bool
     requires: tuple[str, ...]
+    """The environment variables a disabled rung needs (names, never values), as ``/models`` lists them."""
+    needs: str
     """What the user must set or install for a disabled rung, for its skipped attempt."""
 
     def accepts(self, ref: VideoRef) -> bool:

@@ -76,7 +76,7 @@ async def read_visual(
     ready = [rung for rung in accepting if rung.enabled]
     for rung in accepting:
         if not rung.enabled:
-            detail = "install " + " and ".join(rung.requires) if rung.requires else "not set up"
+            detail = rung.needs or "not set up"
             attempts.append(
                 Attempt(id=rung.id, stage="ocr", outcome="skipped", reason="missing-key", detail=detail)
             )

@@ -29,7 +29,11 @@ class LocalOcr:
     """``VisualReader`` for files and uploads: ffmpeg's frames through one Tesseract process."""
 
     id = "visual/tesseract"
-    requires = ("tesseract-ocr (the Tesseract program on PATH)",)
+    service = "tesseract"
+    model = "tesseract"
+    tier = "local"
+    requires: tuple[str, ...] = ()  # no variable: a program on PATH
+    needs = "install tesseract-ocr (the Tesseract program on PATH)"
 
     def __init__(
         self,
@@ -56,6 +60,10 @@ class LocalOcr:
             max_frames=settings.frame_max,
         )
         return cls(files=files, uploads=uploads, plan=plan, lang=settings.ocr_lang)
+
+    @property
+    def lang(self) -> str:
+        return self._lang
 
     @property
     def enabled(self) -> bool:
