@@ -30,6 +30,8 @@ from vid2context.visual.frames import FramePlan
 from vid2context.visual.local_ocr import LocalOcr
 from vid2context.visual.merge import FrameText, merge_frames
 
+from .fake_llm import FakeLlm, images_of
+from .fake_llm import Request as FakeRequest
 from .runtimes import ON_EVERY_RUNTIME, Runtimes, serve
 from .slides import SLIDES, draw_deck, slide_words
 
@@ -311,3 +313,58 @@ async def test_models_lists_the_ocr_rung(client: httpx.AsyncClient) -> None:
         ("visual/tesseract", "local", True, [])
     ]
     assert "lang:eng" in listed[0]["capabilities"]
+
+
+def _describes(request: FakeRequest) -> str:
+    images = images_of(request)
+    assert len(images) == 1 and images[0].startswith(b"\x89PNG"), "one PNG frame per request"
+    return "A blurred test pattern of coloured bars."
+
+
+async def test_a_vision_model_describes_what_ocr_cannot_read(decks: Path, tmp_path: Path) -> None:
+    with FakeLlm(key="vk", reply=_describes, models={"vision-1"}) as fake:
+        env = {"VID2CONTEXT_VISION_URL": fake.url + "/v1", "VID2CONTEXT_VISION_KEY": "vk"}
+        rt = await _local(decks, tmp_path, VID2CONTEXT_VISION_MODEL="vision-1", **env)
+        try:
+            async with serve(create_app(rt)) as http:
+                blur = (
+                    await http.get(f"{API}/context", params={"url": str(decks / "blur.mp4"), "mode": "video"})
+                ).json()
+                asked = len(fake.requests)
+                deck = (
+                    await http.get(f"{API}/context", params={"url": str(decks / "deck.mp4"), "mode": "video"})
+                ).json()
+        finally:
+            await rt.aclose()
+    assert blur["visual"] == [
+        {"startSec": 0.0, "endSec": 3.0, "kind": "scene", "text": "A blurred test pattern of coloured bars."}
+    ]
+    assert blur["visualNote"] is None
+    assert ("visual/openai-compatible/vision-1", "vision", "ok") in [
+        (a["id"], a["stage"], a["outcome"]) for a in blur["attempts"]
+    ]
+    assert asked == 1 and len(fake.requests) == 1  # every slide of the deck had text: no more calls
+    assert {item["kind"] for item in deck["visual"]} == {"on_screen_text"}
+
+
+async def test_a_refused_vision_key_leaves_the_ocr_and_says_so(decks: Path, tmp_path: Path) -> None:
+    with FakeLlm(key="right", reply=_describes) as fake:
+        env = {"VID2CONTEXT_VISION_URL": fake.url + "/v1", "VID2CONTEXT_VISION_KEY": "wrong"}
+        rt = await _local(decks, tmp_path, **env)
+        try:
+            async with serve(create_app(rt)) as http:
+                reply = await http.get(
+                    f"{API}/context", params={"url": str(decks / "blur.mp4"), "mode": "video"}
+                )
+        finally:
+            await rt.aclose()
+    assert reply.status_code == 200
+    body = reply.json()
+    assert body["visual"] == []
+    assert (
+        "No text could be read" in body["visualNote"]
+        and "Scenes were not described (auth:" in body["visualNote"]
+    )
+    assert ("vision", "error", "auth") in [
+        (a["stage"], a["outcome"], a.get("reason")) for a in body["attempts"]
+    ]

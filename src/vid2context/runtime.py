@@ -298,7 +298,13 @@ def _add_local_sources(runtime: Runtime, egress: Any) -> None:
     from .visual.local_ocr import LocalOcr
 
     uploads = next((p for p in runtime.sources if isinstance(p, UploadProvider)), None)
-    runtime.visual = [LocalOcr.from_settings(settings, files=files, uploads=uploads), *runtime.visual]
+    from .visual.vision_openai import OpenAIVision
+
+    vision = OpenAIVision(
+        runtime.http, url=settings.vision_url, key=settings.vision_key, model=settings.vision_model
+    )
+    ocr = LocalOcr.from_settings(settings, files=files, uploads=uploads, vision=vision)
+    runtime.visual = [ocr, *runtime.visual]
     # The hosted rung spends credits, and the user's own address usually works: it goes last.
     hosted = [p for p in runtime.sources if isinstance(p, SupadataProvider)]
     runtime.sources = [p for p in runtime.sources if p not in hosted] + local + hosted

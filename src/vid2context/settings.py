@@ -676,6 +676,28 @@ SETTINGS: tuple[Setting, ...] = (
         "each needs its tesseract-ocr-<lang> package (`tesseract --list-langs` lists them).",
     ),
     Setting(
+        "VID2CONTEXT_VISION_URL",
+        "vision_url",
+        "str",
+        None,
+        "mode=video: an OpenAI-compatible API (its base URL, ending in /v1) whose vision model describes "
+        "the frames OCR found no text in, as scene stretches; unset: no descriptions.",
+    ),
+    Setting(
+        "VID2CONTEXT_VISION_KEY",
+        "vision_key",
+        "str",
+        None,
+        "The bearer key for VID2CONTEXT_VISION_URL (secret); unset: no Authorization header.",
+    ),
+    Setting(
+        "VID2CONTEXT_VISION_MODEL",
+        "vision_model",
+        "str",
+        "gpt-4o-mini",
+        "The vision model VID2CONTEXT_VISION_URL runs.",
+    ),
+    Setting(
         "VID2CONTEXT_QUOTA_VIDEOS",
         "quota_videos",
         "int",
@@ -785,6 +807,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     frame_interval_s: int = 10
     frame_max: int = 300
     ocr_lang: str = "eng"
+    vision_url: str | None = None
+    vision_key: str | None = None
+    vision_model: str = "gpt-4o-mini"
     quota_videos: int = 100
     quota_stt_minutes: int = 60
     quota_address_videos: int = 300

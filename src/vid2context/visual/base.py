@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..ctx import Ctx
-from ..models import VideoRef, VisualItem
+from ..models import Attempt, VideoRef, VisualItem
 
 __all__ = ["VisualReader", "VisualReading"]
 
@@ -24,6 +24,8 @@ class VisualReading:
     items: list[VisualItem]
     frames: int
     notes: list[str] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+    """The rung's own steps (each vision-model call), for the answer's ``attempts``."""
 
 
 class VisualReader(Protocol):

@@ -97,6 +97,7 @@ async def read_visual(
                 raise  # the file itself, or the call: another rung would fare no better
             errors.append(error)
             continue
+        attempts.extend(reading.attempts)
         return reading.items, reading_note(reading)
     from ..pipeline import combine_errors
 

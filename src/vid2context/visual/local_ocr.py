@@ -13,16 +13,21 @@ import tempfile
 from pathlib import Path
 
 from ..ctx import Ctx
-from ..models import VideoRef
+from ..errors import VidError
+from ..models import VideoRef, VisualItem
 from ..providers.localfile import LocalFileProvider
 from ..providers.upload import UploadProvider
 from ..settings import Settings
 from .base import VisualReading
-from .frames import FramePlan, frame_count_note, pick_frames
-from .merge import merge_frames
+from .frames import Frame, FramePlan, frame_count_note, pick_frames
+from .merge import FrameText, clean_text, merge_frames
 from .tesseract import read_frames
+from .vision_openai import OpenAIVision
 
-__all__ = ["LocalOcr"]
+__all__ = ["MAX_DESCRIBED", "LocalOcr"]
+
+MAX_DESCRIBED = 20
+"""Frames a vision model describes per video at most: one per run of frames OCR found no text in."""
 
 
 class LocalOcr:
@@ -43,7 +48,9 @@ class LocalOcr:
         plan: FramePlan,
         lang: str = "eng",
         tesseract: str = "tesseract",
+        vision: OpenAIVision | None = None,
     ) -> None:
+        self._vision = vision if vision is not None and vision.enabled else None
         self._files = files
         self._uploads = uploads
         self._plan = plan
@@ -52,14 +59,19 @@ class LocalOcr:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, files: LocalFileProvider, uploads: UploadProvider | None
+        cls,
+        settings: Settings,
+        *,
+        files: LocalFileProvider,
+        uploads: UploadProvider | None,
+        vision: OpenAIVision | None = None,
     ) -> LocalOcr:
         plan = FramePlan(
             scene=settings.frame_scene_pct / 100,
             interval_s=settings.frame_interval_s,
             max_frames=settings.frame_max,
         )
-        return cls(files=files, uploads=uploads, plan=plan, lang=settings.ocr_lang)
+        return cls(files=files, uploads=uploads, plan=plan, lang=settings.ocr_lang, vision=vision)
 
     @property
     def lang(self) -> str:
@@ -89,6 +101,55 @@ class LocalOcr:
             texts = await read_frames(frames, folder, ctx, lang=self._lang, tesseract=self._tesseract)
             items = merge_frames(texts, end_sec=probed.duration)
             capped = frame_count_note(len(frames), self._plan)
-            return VisualReading(items=items, frames=len(frames), notes=[capped] if capped else [])
+            reading = VisualReading(items=items, frames=len(frames), notes=[capped] if capped else [])
+            if self._vision is not None:
+                await self._describe(self._vision, frames, texts, probed.duration, reading, ctx)
+            return reading
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+
+    async def _describe(
+        self,
+        vision: OpenAIVision,
+        frames: list[Frame],
+        texts: list[FrameText],
+        end_sec: float | None,
+        reading: VisualReading,
+        ctx: Ctx,
+    ) -> None:
+        """A ``scene`` stretch for each run of frames with no readable text, described by the
+        vision model from the run's first frame; the first failure ends it, said in the notes."""
+        from ..pipeline import run_rung  # the pipeline imports the layer: import at call time
+
+        runs: list[tuple[int, int]] = []  # [first, after-last) frame indexes of each textless run
+        for i, text in enumerate(texts):
+            if clean_text(text.text):
+                continue
+            if runs and runs[-1][1] == i:
+                runs[-1] = (runs[-1][0], i + 1)
+            else:
+                runs.append((i, i + 1))
+        for first, after in runs[:MAX_DESCRIBED]:
+            frame = frames[first]
+            try:
+                said = await run_rung(
+                    reading.attempts,
+                    vision.id,
+                    "vision",
+                    lambda f=frame: vision.describe(f.path.read_bytes(), ctx),
+                )
+            except VidError as error:
+                reading.notes.append(f"Scenes were not described ({error.code.value}: {error.message})")
+                break
+            end = frames[after].time_sec if after < len(frames) else (end_sec or frame.time_sec)
+            reading.items.append(
+                VisualItem(
+                    start_sec=round(frame.time_sec, 3),
+                    end_sec=round(max(end, frame.time_sec), 3),
+                    kind="scene",
+                    text=said,
+                )
+            )
+        reading.items.sort(key=lambda item: item.start_sec)
+        if len(runs) > MAX_DESCRIBED:
+            reading.notes.append(f"Only the first {MAX_DESCRIBED} scenes without text were described.")
