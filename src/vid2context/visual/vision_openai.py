@@ -76,7 +76,8 @@ class OpenAIVision:
             raise VidError(
                 ErrorCode.RATE_LIMITED,
                 "The vision endpoint is rate-limiting this server.",
-                hint="Repeat the call with refresh=1 later; the on-screen text read by OCR stands.",
+                hint="Tell the user the vision model is limiting this server, so scenes are missing (the text "
+                "OCR read stands); do not retry now.",
             )
         text = _content(response)
         if response.status_code != 200 or not text:
