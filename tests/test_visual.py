@@ -7,11 +7,14 @@ slide shows, never for its confidences.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 import subprocess
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -367,4 +370,31 @@ async def test_a_refused_vision_key_leaves_the_ocr_and_says_so(decks: Path, tmp_
     )
     assert ("vision", "error", "auth") in [
         (a["stage"], a["outcome"], a.get("reason")) for a in body["attempts"]
+    ]
+
+
+@pytest.fixture
+def web_decks(decks: Path) -> Iterator[str]:
+    """The decks served over HTTP on 127.0.0.1, as a page yt-dlp's generic extractor downloads."""
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(decks))
+    handler.log_message = lambda *args: None  # type: ignore[assignment]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_a_web_video_is_downloaded_by_yt_dlp_and_read(
+    client: httpx.AsyncClient, web_decks: str
+) -> None:
+    reply = await client.get(f"{API}/context", params={"url": f"{web_decks}/deck.mp4", "mode": "video"})
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    _assert_slides(body["visual"], SLIDES, SECONDS)
+    assert ("visual/tesseract", "ocr", "ok") in [
+        (a["id"], a["stage"], a["outcome"]) for a in body["attempts"]
     ]

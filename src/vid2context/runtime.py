@@ -288,11 +288,10 @@ def _add_local_sources(runtime: Runtime, egress: Any) -> None:
         pass
     else:
         local.append(TranscriptApiProvider.from_settings(settings))
-    local.append(
-        YtDlpProvider.from_settings(
-            settings, platforms=("web",) if replaying else ("web", "youtube"), egress=egress
-        )
+    ytdlp = YtDlpProvider.from_settings(
+        settings, platforms=("web",) if replaying else ("web", "youtube"), egress=egress
     )
+    local.append(ytdlp)
     files = LocalFileProvider.from_settings(settings)
     local.append(files)
     from .visual.local_ocr import LocalOcr
@@ -303,7 +302,7 @@ def _add_local_sources(runtime: Runtime, egress: Any) -> None:
     vision = OpenAIVision(
         runtime.http, url=settings.vision_url, key=settings.vision_key, model=settings.vision_model
     )
-    ocr = LocalOcr.from_settings(settings, files=files, uploads=uploads, vision=vision)
+    ocr = LocalOcr.from_settings(settings, files=files, uploads=uploads, vision=vision, web=ytdlp)
     runtime.visual = [ocr, *runtime.visual]
     # The hosted rung spends credits, and the user's own address usually works: it goes last.
     hosted = [p for p in runtime.sources if isinstance(p, SupadataProvider)]

@@ -1,8 +1,9 @@
 """The local OCR rung: frames picked by ffmpeg, read by Tesseract, merged into stretches.
 
-Local only (files, subprocesses). Free and offline. It reads local files (through the file
-provider's checks: roots, links) and uploads (their bytes written to a temporary file, since
-ffmpeg needs to seek). Every frame and the copy live in one temporary folder, removed when the
+Local only (files, subprocesses). Free and offline once it has the media. It reads local files
+(through the file provider's checks: roots, links), uploads (their bytes written to a temporary
+file, since ffmpeg needs to seek), and YouTube videos and pages yt-dlp reads (their picture
+downloaded by yt-dlp, ``download_video``). Every frame and the copy live in one temporary folder, removed when the
 call is done whatever its outcome.
 """
 
@@ -17,6 +18,7 @@ from ..errors import VidError
 from ..models import VideoRef, VisualItem
 from ..providers.localfile import LocalFileProvider
 from ..providers.upload import UploadProvider
+from ..providers.ytdlp import YtDlpProvider
 from ..settings import Settings
 from .base import VisualReading
 from .frames import Frame, FramePlan, frame_count_note, pick_frames
@@ -49,7 +51,9 @@ class LocalOcr:
         lang: str = "eng",
         tesseract: str = "tesseract",
         vision: OpenAIVision | None = None,
+        web: YtDlpProvider | None = None,
     ) -> None:
+        self._web = web
         self._vision = vision if vision is not None and vision.enabled else None
         self._files = files
         self._uploads = uploads
@@ -65,13 +69,14 @@ class LocalOcr:
         files: LocalFileProvider,
         uploads: UploadProvider | None,
         vision: OpenAIVision | None = None,
+        web: YtDlpProvider | None = None,
     ) -> LocalOcr:
         plan = FramePlan(
             scene=settings.frame_scene_pct / 100,
             interval_s=settings.frame_interval_s,
             max_frames=settings.frame_max,
         )
-        return cls(files=files, uploads=uploads, plan=plan, lang=settings.ocr_lang, vision=vision)
+        return cls(files=files, uploads=uploads, plan=plan, lang=settings.ocr_lang, vision=vision, web=web)
 
     @property
     def lang(self) -> str:
@@ -82,6 +87,8 @@ class LocalOcr:
         return shutil.which(self._tesseract) is not None
 
     def accepts(self, ref: VideoRef) -> bool:
+        if ref.platform in ("youtube", "web"):
+            return self._web is not None and self._web.accepts(ref)
         return ref.platform == "local" or (ref.platform == "upload" and self._uploads is not None)
 
     async def read(self, ref: VideoRef, ctx: Ctx) -> VisualReading:
@@ -92,6 +99,9 @@ class LocalOcr:
                 source = folder / "upload.media"
                 source.write_bytes(upload.data or b"")
                 shown = (upload.filename or "the upload")[:80]
+            elif ref.platform in ("youtube", "web") and self._web is not None:
+                source = await self._web.download_video(ref, ctx, dest_dir=folder / "download")
+                shown = ref.native_id[:80]
             else:
                 source = self._files.resolve(ref)
                 shown = source.name
