@@ -31,7 +31,8 @@ def _cannot_read_here(ref: VideoRef, rungs: list[VisualReader]) -> VidError:
         )
     return VidError(
         ErrorCode.UNSUPPORTED_INPUT,
-        f"The picture of {ref.platform} videos cannot be read yet: mode=video reads local files and uploads.",
+        f"Nothing here can get at the picture of {ref.platform} videos: mode=video reads local files, "
+        "uploads, and the videos yt-dlp downloads.",
         hint="Use mode=auto for the transcript, or give the video as a local file or an upload "
         "(upload:<sha256>) with mode=video.",
     )
@@ -64,8 +65,8 @@ async def read_visual(
 ) -> tuple[list[VisualItem], str | None]:
     """The on-screen stretches of ``ref`` and the note that goes with them.
 
-    Raises ``unsupported-input`` where no rung can get at the picture (the Worker, a YouTube URL,
-    a file with no video track), ``no-provider`` when the rungs that could are not set up.
+    Raises ``unsupported-input`` where no rung can get at the picture (the Worker; a YouTube URL
+    without yt-dlp), or for a file with no video track, ``no-provider`` when the rungs that could are not set up.
     """
     from ..pipeline import run_rung  # the pipeline imports this module: import at call time
 
