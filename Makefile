@@ -45,13 +45,16 @@ $(MINIFLARE): tests/miniflare/package-lock.json
 run: venv-local
 	$(VENV)/bin/vid2context serve --host $(HOST) --port $(PORT)
 
-# System tools the tests run for real: ffmpeg/ffprobe (media fixtures), Node.js (Miniflare) and
-# Debian's Chromium (the transcript viewer in a headless browser; Playwright drives it, no download).
+# System tools the tests run for real: ffmpeg/ffprobe (media fixtures), Debian's Chromium (the
+# transcript viewer in a headless browser; Playwright drives it, no download), Tesseract and a font
+# for drawtext (the on-screen layer's drawn slides) and Node.js (Miniflare).
 $(TOOLS)/.system-stamp: | $(UV)
 	@command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg)
 	@command -v chromium >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	@command -v tesseract >/dev/null && test -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr fonts-dejavu-core)
 	@command -v node >/dev/null && command -v npm >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm)
 	touch $@

@@ -23,6 +23,9 @@ them:
   Cloudflare's envelope. ``tests/cloudflare_bindings.WorkersAi`` (the ``AI`` binding's stand-in)
   posts here too.
 
+The OpenAI-compatible path also takes a message's ``content`` as OpenAI's content parts (text and
+``image_url`` data URLs), as vision models do; ``images_of(request)`` decodes the images sent.
+
 Like the real services it refuses a wrong key with 401 (each in its own words), an unknown model
 with 404 (OpenAI, Groq) or 400 (Workers AI), and honours ``max_tokens``: an answer longer than that
 many words is cut there with ``finish_reason: "length"`` (a word is a token here, and usage counts
@@ -57,6 +60,7 @@ __all__ = [
     "FakeLlm",
     "Request",
     "echo",
+    "images_of",
     "json_reply",
     "numbered",
     "source_numbers",
@@ -97,6 +101,40 @@ class Request:
 
 
 Reply = Callable[[Request], str]
+
+
+def _parts_ok(content: Any) -> bool:
+    """OpenAI's content parts, as vision models take them: ``{"type": "text", "text"}`` and
+    ``{"type": "image_url", "image_url": {"url": "data:image/...;base64,..."}}``."""
+    if not isinstance(content, list) or not content:
+        return False
+    for part in content:
+        if not isinstance(part, dict):
+            return False
+        if part.get("type") == "text" and isinstance(part.get("text"), str):
+            continue
+        image = part.get("image_url")
+        if (
+            part.get("type") == "image_url"
+            and isinstance(image, dict)
+            and str(image.get("url", "")).startswith("data:image/")
+        ):
+            continue
+        return False
+    return True
+
+
+def images_of(request: Request) -> list[bytes]:
+    """The images a request's messages carry as data URLs, decoded."""
+    import base64
+
+    found = []
+    for message in request.messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        for part in content if isinstance(content, list) else []:
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                found.append(base64.b64decode(part["image_url"]["url"].split(",", 1)[1]))
+    return found
 
 
 def echo(request: Request) -> str:
@@ -309,7 +347,7 @@ class FakeLlm:
         if not record.messages or not all(
             isinstance(m, dict)
             and m.get("role") in ("system", "user", "assistant")
-            and isinstance(m.get("content"), str)
+            and (isinstance(m.get("content"), str) or (kind == "openai" and _parts_ok(m.get("content"))))
             for m in record.messages
         ):
             if kind == "workers-ai":

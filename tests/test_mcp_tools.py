@@ -443,7 +443,7 @@ async def test_a_cursor_must_be_one_this_server_made(client: Client) -> None:
         ("get_transcript", {"url": "Njp5uhTorCo"}, "unavailable"),
         ("get_transcript", {"url": "unavailable"}, "not-found"),
         ("get_transcript", {"url": "tooMany429x"}, "rate-limited"),
-        ("get_transcript", {"url": VIDEO, "mode": "video"}, "no-provider"),
+        ("get_transcript", {"url": VIDEO, "mode": "video"}, "unsupported-input"),
         ("get_transcript", {"url": "https://example.com/talk"}, "no-provider"),
         ("get_section", {"url": LONG, "chapter": 99}, "not-found"),
         ("get_section", {"url": LONG, "chapter": "no such part"}, "not-found"),

@@ -172,11 +172,15 @@ def test_stt_mode_without_rungs_is_no_provider(httpx_mock: HTTPXMock, runtime: R
     assert caught.value.hint
 
 
-def test_video_mode_is_no_provider(httpx_mock: HTTPXMock, runtime: Runtime) -> None:
+def test_video_mode_without_a_visual_rung_is_unsupported_input(
+    httpx_mock: HTTPXMock, runtime: Runtime
+) -> None:
+    """The portable runtime reads no picture (tests/test_visual.py covers the local rung)."""
     httpx_mock.add_callback(httpx_callback, is_reusable=True, is_optional=True)
     with pytest.raises(VidError) as caught:
         asyncio.run(get_context(runtime, VIDEO, mode="video"))
-    assert caught.value.code is ErrorCode.NO_PROVIDER
+    assert caught.value.code is ErrorCode.UNSUPPORTED_INPUT
+    assert "local runtime" in (caught.value.hint_for("rest") or "")
 
 
 @pytest.mark.parametrize(

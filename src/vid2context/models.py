@@ -71,6 +71,8 @@ __all__ = [
     "VideoMetadata",
     "VideoRef",
     "VideoSummary",
+    "VisualItem",
+    "VisualKind",
 ]
 
 
@@ -107,10 +109,14 @@ Stage = Literal[
     "embed",
     "rerank",
     "llm",
+    "frames",
+    "ocr",
+    "vision",
 ]
 """``audio`` is fetching the sound for speech-to-text; ``stt`` one speech-to-text rung; ``embed`` one
 embedding rung; ``rerank`` one reranking rung of a search; ``llm`` one language-model rung (a
-translation, an answer)."""
+translation, an answer); ``frames`` picking the frames of the picture (``mode=video``), ``ocr`` one
+rung reading their text, ``vision`` one vision-model rung describing them."""
 
 AttemptOutcome = Literal["ok", "error", "skipped"]
 
@@ -326,6 +332,20 @@ class GeneratedChapters(Base, kw_only=True):
     created_at: str = ""
 
 
+VisualKind = Literal["on_screen_text", "scene"]
+"""``on_screen_text``: words read from the picture (slides, code, captions burnt in); ``scene``: a
+vision model's description of what is shown."""
+
+
+class VisualItem(Base):
+    """One stretch of the picture: the same text (or scene) from ``start_sec`` to ``end_sec``."""
+
+    start_sec: float
+    end_sec: float
+    kind: VisualKind
+    text: str
+
+
 class VideoContext(Base):
     id: str
     metadata: VideoMetadata
@@ -335,6 +355,11 @@ class VideoContext(Base):
     fetched_at: str = ""
     generated_chapters: GeneratedChapters | None = None
     """Chapters ``POST /api/v1/chapters`` made; ``metadata.chapters`` are the platform's own."""
+    visual: list[VisualItem] | None = None
+    """The on-screen layer (``mode=video``), in time order; ``None`` when the picture was not read."""
+    visual_note: str | None = None
+    """Why ``visual`` holds less than the picture showed (no frame could be read, a frame cap was
+    reached), so an empty list never reads as "nothing was shown"."""
 
 
 class VideoSummary(Base):
@@ -380,6 +405,9 @@ class SearchHit(Base):
     highlights: list[tuple[int, int]] = []
     """``[start, end)`` character offsets in ``text`` of the words that matched (the stems'
     words for a stemmed hit), in order: what a snippet puts in **bold**."""
+    kind: Literal["transcript", "on_screen"] = "transcript"
+    """``on_screen``: the passage is text shown in the picture (``mode=video``), one stretch of
+    ``visual`` with its lines joined by `` / ``; ``transcript``: words spoken."""
 
 
 class SearchRanks(Base, omit_defaults=True):

@@ -41,6 +41,7 @@ from .providers.base import AudioSource, SourceProvider
 from .providers.captions import missing_note, same_language
 from .providers.speech import AudioInput, SpeechToText, diarizes
 from .runtime import Runtime
+from .visual.layer import check_readable, read_visual
 
 __all__ = [
     "combine_errors",
@@ -215,6 +216,8 @@ def _cache_fits(
     or the best track saved for the same missing ``lang`` before. ``mode=stt`` with
     ``speakers=True`` wants a transcript a labelling rung made, when one is set up to make it."""
     transcript = context.transcript
+    if mode == "video":
+        return context.visual is not None
     if transcript is None:
         return False
     if mode == "stt" and transcript.origin != "asr":
@@ -286,12 +289,16 @@ async def get_context(
             return VideoContext(
                 id=cached.id,
                 metadata=cached.metadata,
-                transcript=_as_asked(cached.transcript, lang),
+                transcript=_as_asked(cached.transcript, lang) if cached.transcript else None,
                 comments=cached.comments,
                 attempts=[hit],
                 fetched_at=cached.fetched_at,
                 generated_chapters=cached.generated_chapters,
+                visual=cached.visual,
+                visual_note=cached.visual_note,
             )
+    if checked_mode == "video":
+        check_readable(runtime, ref)  # a saved reading is served anywhere; a new one needs a rung
     if ctx.meter is not None:
         await ctx.meter.video_read()  # hosted mode: a read from the platform counts; 429 when over
     labels = speakers is True
@@ -327,13 +334,23 @@ async def _build_context(
     metadata: VideoMetadata = await _first_success(
         attempts, providers, "metadata", lambda p: p.metadata(ref, ctx)
     )
-    transcript = await _transcript(runtime, ref, providers, mode, lang, ctx, attempts, labels)
+    visual, visual_note = None, None
+    if mode == "video":
+        visual, visual_note = await read_visual(runtime, ref, ctx, attempts)
+        transcript = await _transcript_beside_picture(runtime, ref, providers, lang, ctx, attempts)
+    else:
+        transcript = await _transcript(runtime, ref, providers, mode, lang, ctx, attempts, labels)
+        kept = await runtime.storage.get_context(ref.id) if ref.platform != "upload" else None
+        if kept is not None and kept.visual is not None:  # a transcript refresh keeps the picture read
+            visual, visual_note = kept.visual, kept.visual_note
     context = VideoContext(
         id=ref.id,
         metadata=metadata,
         transcript=transcript,
         attempts=attempts,
         fetched_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        visual=visual,
+        visual_note=visual_note,
     )
     if ref.platform != "upload":
         await run_rung(attempts, runtime.storage.id, "save", lambda: runtime.storage.put_context(context))
@@ -341,6 +358,24 @@ async def _build_context(
 
         await index_saved(runtime, context, ctx, attempts)  # never fails the save
     return context
+
+
+async def _transcript_beside_picture(
+    runtime: Runtime,
+    ref: VideoRef,
+    providers: list[SourceProvider],
+    lang: str | None,
+    ctx: Ctx,
+    attempts: list[Attempt],
+) -> Transcript | None:
+    """``mode=video``'s transcript: what ``auto`` finds, or none. A silent slide deck has no words
+    to transcribe, and its picture is the answer; the attempts say why the transcript is missing."""
+    try:
+        return await _transcript(runtime, ref, providers, "auto", lang, ctx, attempts)
+    except VidError as error:
+        if error.code in (ErrorCode.CANCELED, ErrorCode.TIMEOUT):
+            raise
+        return None
 
 
 async def _transcript(
@@ -353,13 +388,6 @@ async def _transcript(
     attempts: list[Attempt],
     labels: bool = False,
 ) -> Transcript:
-    if mode == "video":
-        raise VidError(
-            ErrorCode.NO_PROVIDER,
-            "mode=video (reading the picture) needs a vision provider, and none is installed.",
-            hint="Use mode=auto (captions, then speech-to-text) instead.",
-            attempts=attempts,
-        )
     errors: list[VidError] = []
     if mode == "auto" and ref.platform == "upload":
         # Nothing to find: asking would only add "no captions" to whatever speech-to-text answers,

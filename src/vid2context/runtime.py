@@ -103,6 +103,9 @@ class Runtime:
     and adds the calling MCP client's model when there is one."""
     llm_plan: LlmPlan = field(default_factory=LlmPlan)
     """How language-model rungs are retried."""
+    visual: list[Any] = field(default_factory=list)
+    """The on-screen ladder of ``mode=video`` in order, disabled rungs included
+    (``visual/base.py``'s ``VisualReader``): Tesseract on ffmpeg's frames locally, none on the Worker."""
     keep_alive: KeepAlive | None = None
     """The platform's way to keep a background task alive past its request (``waitUntil`` on the
     Worker); ``None`` when the process outlives its requests anyway."""
@@ -309,12 +312,22 @@ def _add_local_sources(runtime: Runtime, egress: Any) -> None:
         pass
     else:
         local.append(TranscriptApiProvider.from_settings(settings))
-    local.append(
-        YtDlpProvider.from_settings(
-            settings, platforms=("web",) if replaying else ("web", "youtube"), egress=egress
-        )
+    ytdlp = YtDlpProvider.from_settings(
+        settings, platforms=("web",) if replaying else ("web", "youtube"), egress=egress
     )
-    local.append(LocalFileProvider.from_settings(settings))
+    local.append(ytdlp)
+    files = LocalFileProvider.from_settings(settings)
+    local.append(files)
+    from .visual.local_ocr import LocalOcr
+
+    uploads = next((p for p in runtime.sources if isinstance(p, UploadProvider)), None)
+    from .visual.vision_openai import OpenAIVision
+
+    vision = OpenAIVision(
+        runtime.http, url=settings.vision_url, key=settings.vision_key, model=settings.vision_model
+    )
+    ocr = LocalOcr.from_settings(settings, files=files, uploads=uploads, vision=vision, web=ytdlp)
+    runtime.visual = [ocr, *runtime.visual]
     # The hosted rung spends credits, and the user's own address usually works: it goes last.
     hosted = [p for p in runtime.sources if isinstance(p, SupadataProvider)]
     runtime.sources = [p for p in runtime.sources if p not in hosted] + local + hosted

@@ -701,6 +701,63 @@ SETTINGS: tuple[Setting, ...] = (
         bounds=(1, 365),
     ),
     Setting(
+        "VID2CONTEXT_FRAME_SCENE_PCT",
+        "frame_scene_pct",
+        "int",
+        1,
+        "mode=video: the scene-change score, in percent, at which ffmpeg picks a frame (a new slide "
+        "of text moves it by about 3); 0: no picks at scene changes, only every VID2CONTEXT_FRAME_INTERVAL_S.",
+        bounds=(1, 100),
+    ),
+    Setting(
+        "VID2CONTEXT_FRAME_INTERVAL_S",
+        "frame_interval_s",
+        "int",
+        10,
+        "mode=video: the longest gap, in seconds, between two frames read, so a held slide is read "
+        "again and text that appears without a scene change is caught; 0: scene changes only.",
+        bounds=(1, 86_400),
+    ),
+    Setting(
+        "VID2CONTEXT_FRAME_MAX",
+        "frame_max",
+        "int",
+        300,
+        "mode=video: the most frames read from one video (the answer's note says when the cap cut "
+        "it short); 0: no cap.",
+        bounds=(1, 1_000_000),
+    ),
+    Setting(
+        "VID2CONTEXT_OCR_LANG",
+        "ocr_lang",
+        "str",
+        "eng",
+        "mode=video: the Tesseract languages on-screen text is read in, joined by + (eng, eng+deu); "
+        "each needs its tesseract-ocr-<lang> package (`tesseract --list-langs` lists them).",
+    ),
+    Setting(
+        "VID2CONTEXT_VISION_URL",
+        "vision_url",
+        "str",
+        None,
+        "mode=video: an OpenAI-compatible API (its base URL, ending in /v1) whose vision model describes "
+        "the frames OCR found no text in, as scene stretches; unset: no descriptions.",
+    ),
+    Setting(
+        "VID2CONTEXT_VISION_KEY",
+        "vision_key",
+        "str",
+        None,
+        "The bearer key for VID2CONTEXT_VISION_URL (secret); unset: no Authorization header.",
+    ),
+    Setting(
+        "VID2CONTEXT_VISION_MODEL",
+        "vision_model",
+        "str",
+        "gpt-4o-mini",
+        "The vision model VID2CONTEXT_VISION_URL runs.",
+    ),
+    Setting(
         "VID2CONTEXT_QUOTA_VIDEOS",
         "quota_videos",
         "int",
@@ -813,6 +870,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     github_url: str | None = None
     github_api_url: str | None = None
     session_days: int = 30
+    frame_scene_pct: int = 1
+    frame_interval_s: int = 10
+    frame_max: int = 300
+    ocr_lang: str = "eng"
+    vision_url: str | None = None
+    vision_key: str | None = None
+    vision_model: str = "gpt-4o-mini"
     quota_videos: int = 100
     quota_stt_minutes: int = 60
     quota_address_videos: int = 300

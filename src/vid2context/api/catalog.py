@@ -6,7 +6,7 @@ appears here without touching this module.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 from litestar import Request, get
@@ -96,57 +96,39 @@ def llm_ladder(runtime: Runtime, ctx: Ctx | None = None) -> list[LanguageModel]:
     return listed(known_rungs(runtime, ctx), runtime.settings.policy)
 
 
+def _info(
+    rung: Any, kind: ModelKind, capabilities: list[str], embedding: EmbeddingInfo | None = None
+) -> ModelInfo:
+    """One rung as ``/models`` lists it: every ladder's rungs carry the same few attributes."""
+    return ModelInfo(
+        id=rung.id,
+        kind=kind,
+        service=rung.service,
+        model=rung.model,
+        label=rung.model.rsplit("/", 1)[-1],
+        tier=rung.tier,
+        enabled=rung.enabled,
+        requires=list(rung.requires),
+        capabilities=capabilities,
+        embedding=embedding,
+    )
+
+
 def model_rungs(runtime: Runtime, ctx: Ctx | None = None) -> list[ModelInfo]:
     """Every model rung the runtime knows, in ladder order.
 
-    Speech-to-text, embedding, then language-model rungs (captions are source providers, not
-    models); the MCP client's own model is enabled only in an MCP call whose client can sample
+    Speech-to-text, embedding, language-model, then on-screen (``mode=video``) rungs (captions
+    are source providers, not models); the MCP client's own model is enabled only in an MCP call whose client can sample
     (``ctx.caller_model``).
     """
-    stt = [
-        ModelInfo(
-            id=rung.id,
-            kind="stt",
-            service=rung.service,
-            model=rung.model,
-            label=rung.model.rsplit("/", 1)[-1],
-            tier=rung.tier,
-            enabled=rung.enabled,
-            requires=list(rung.requires),
-            capabilities=["transcribe", "segments"],
-        )
-        for rung in runtime.stt
-    ]
+    stt = [_info(rung, "stt", ["transcribe", "segments"]) for rung in runtime.stt]
     embed = [
-        ModelInfo(
-            id=rung.id,
-            kind="embed",
-            service=rung.service,
-            model=rung.model,
-            label=rung.model.rsplit("/", 1)[-1],
-            tier=rung.tier,
-            enabled=rung.enabled,
-            requires=list(rung.requires),
-            capabilities=["embed", f"batch:{rung.max_batch}"],
-            embedding=embedding_info(rung),
-        )
+        _info(rung, "embed", ["embed", f"batch:{rung.max_batch}"], embedding_info(rung))
         for rung in runtime.embed
     ]
-    llm = [
-        ModelInfo(
-            id=rung.id,
-            kind="llm",
-            service=rung.service,
-            model=rung.model,
-            label=rung.model.rsplit("/", 1)[-1],
-            tier=rung.tier,
-            enabled=rung.enabled,
-            requires=list(rung.requires),
-            capabilities=llm_capabilities(rung),
-        )
-        for rung in llm_ladder(runtime, ctx)
-    ]
-    return [*stt, *embed, *llm]
+    llm = [_info(rung, "llm", llm_capabilities(rung)) for rung in llm_ladder(runtime, ctx)]
+    visual = [_info(rung, "visual", ["ocr", f"lang:{getattr(rung, 'lang', '')}"]) for rung in runtime.visual]
+    return [*stt, *embed, *llm, *visual]
 
 
 @get("/api/v1/formats", sync_to_thread=False)

@@ -24,6 +24,7 @@ from .blocks import (
     split_by_starts,
 )
 from .header import context_header
+from .onscreen import on_screen_markdown
 
 __all__ = ["MarkdownFormatter", "markdown_body"]
 
@@ -82,4 +83,6 @@ class MarkdownFormatter:
             if not chapter_spans(context):
                 blocks.append("## Transcript")
             blocks.append(markdown_body(context, level=2))
+        if (shown := on_screen_markdown(context)) is not None:
+            blocks.append(shown)
         return "\n\n".join(blocks) + "\n"

@@ -2,6 +2,7 @@
 
 The header is not part of this format, so ``text`` stays the transcript alone (what a pipe or a
 subtitle-to-text conversion expects); the MCP tools and resources put ``context_header()`` above it.
+A context whose picture was read (``mode=video``) ends with its "On screen" section.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from ..models import Segment, VideoContext
 from ..timecode import format_timestamp
 from .base import RenderOptions
 from .blocks import chapter_spans, clean_text, one_line, paragraphs, segments_of, split_by_starts
+from .onscreen import on_screen_text
 
 __all__ = ["TextFormatter", "segment_lines"]
 
@@ -32,6 +34,13 @@ class TextFormatter:
     combines_videos = False
 
     def render(self, context: VideoContext, options: RenderOptions) -> str:
+        body = self._transcript(context, options)
+        shown = on_screen_text(context)
+        if shown is None:
+            return body
+        return f"{body}\n{shown}\n" if body else f"{shown}\n"
+
+    def _transcript(self, context: VideoContext, options: RenderOptions) -> str:
         segments = segments_of(context)
         if options.timestamps:
             lines = segment_lines(segments)

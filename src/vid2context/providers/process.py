@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
 
-__all__ = ["Completed", "run_program"]
+__all__ = ["Completed", "first_line", "run_program"]
 
 _POLL_S = 0.1
 _GRACE_S = 2.0
@@ -62,6 +62,11 @@ async def _stop(process: asyncio.subprocess.Process, work: asyncio.Future[tuple[
         work.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await work
+
+
+def first_line(stderr: str, default: str = "failed", limit: int = 160) -> str:
+    """What a program said first on stderr, short enough for a message."""
+    return next((line for line in stderr.splitlines() if line.strip()), default)[:limit]
 
 
 async def run_program(

@@ -85,6 +85,9 @@ INSTALL_HINT = (
 AUDIO_FORMAT = "wa[abr>=?32]/wa/ba/w"
 """Smallest audio-only format that still sounds like speech, else any audio-only, else the smallest
 format with sound: speech-to-text needs no video and no hi-fi audio."""
+VIDEO_FORMAT = "bv*[height<=1080]/b[height<=1080]/wv*/w"
+"""The best picture up to 1080 lines, sound or not, for the on-screen layer: OCR reads no more from a
+4K frame (frames are scaled to 1920 wide anyway), and a video-only stream skips the audio."""
 SUB_FORMATS = "json3/srv3/vtt/srt/srv2/srv1"
 PRODUCER = "ytdlp"
 AUDIO_TIMEOUT_FACTOR = 5
@@ -475,15 +478,39 @@ class YtDlpProvider:
         ``ctx`` already ran it. Speech-to-text may want ``localfile.extract_audio`` next, for mono
         16 kHz audio of a known size.
         """
+        path = await self._download(ref, ctx, dest_dir, fmt=AUDIO_FORMAT, stem="audio", what="audio")
+        if path.stat().st_size == 0:
+            raise VidError(
+                ErrorCode.NO_TRANSCRIPT,
+                f"The audio of {self._subject(ref)} is empty.",
+                hint="Tell the user the audio is empty, so there is nothing to transcribe; do not retry.",
+            )
+        return path
+
+    async def download_video(self, ref: VideoRef, ctx: Ctx, *, dest_dir: str | os.PathLike[str]) -> Path:
+        """The video's picture (``VIDEO_FORMAT``) as a file in ``dest_dir``, for the on-screen layer;
+        the file is the caller's, as with ``download_audio``."""
+        return await self._download(ref, ctx, dest_dir, fmt=VIDEO_FORMAT, stem="video", what="video")
+
+    async def _download(
+        self,
+        ref: VideoRef,
+        ctx: Ctx,
+        dest_dir: str | os.PathLike[str] | None,
+        *,
+        fmt: str,
+        stem: str,
+        what: str,
+    ) -> Path:
         folder = (
-            Path(dest_dir) if dest_dir is not None else Path(tempfile.mkdtemp(prefix="vid2context-audio-"))
+            Path(dest_dir) if dest_dir is not None else Path(tempfile.mkdtemp(prefix=f"vid2context-{stem}-"))
         )
         folder.mkdir(parents=True, exist_ok=True)
         args = [
-            "-f", AUDIO_FORMAT if self._egress is None else public_format(AUDIO_FORMAT), "--no-playlist", "--no-part", "--no-mtime", "--ignore-no-formats-error",
-            "-P", str(folder), "-o", "audio.%(ext)s", "--print", "after_move:filepath", "--no-simulate",
+            "-f", fmt if self._egress is None else public_format(fmt), "--no-playlist", "--no-part", "--no-mtime", "--ignore-no-formats-error",
+            "-P", str(folder), "-o", f"{stem}.%(ext)s", "--print", "after_move:filepath", "--no-simulate",
         ]  # fmt: skip
-        ctx.progress("audio", None, "downloading the audio")
+        ctx.progress("audio" if what == "audio" else "frames", None, f"downloading the {what}")
         cached = ctx.memo.get(("ytdlp.info", self._url(ref)))
         timeout = self.timeout_s * AUDIO_TIMEOUT_FACTOR
         if isinstance(cached, tuple):
@@ -502,23 +529,17 @@ class YtDlpProvider:
         ]
         path = Path(printed[-1]) if printed else None
         if path is None or not path.is_file():
-            files = sorted(p for p in folder.glob("audio.*") if p.is_file())
+            files = sorted(p for p in folder.glob(f"{stem}.*") if p.is_file())
             path = files[0] if files else None
         if path is None:
             raise VidError(
                 ErrorCode.UNAVAILABLE,
-                f"yt-dlp downloaded no audio for {self._subject(ref)}.",
+                f"yt-dlp downloaded no {what} for {self._subject(ref)}.",
                 hint="Tell the user the page has no media yt-dlp could download (updating yt-dlp, `pip "
                 "install -U yt-dlp`, may help); do not retry.",
             )
         if self._egress is not None:
             check_saved_media(path, self._subject(ref))
-        if path.stat().st_size == 0:
-            raise VidError(
-                ErrorCode.NO_TRANSCRIPT,
-                f"The audio of {self._subject(ref)} is empty.",
-                hint="Tell the user the audio is empty, so there is nothing to transcribe; do not retry.",
-            )
         return path
 
     # -- running yt-dlp --

@@ -311,14 +311,19 @@ def fuse(keyword: Sequence[SearchHit], vector: Sequence[VectorHit]) -> list[_Ent
         entries.append(entry)
         windows.setdefault(window.video_id, []).append(entry)
     for rank, hit in enumerate(keyword, 1):
-        inside = next(
-            (
-                e
-                for e in windows.get(hit.video_id, [])
-                if e.window is not None
-                and e.window.start_sec - _EPSILON <= hit.start_sec <= e.window.end_sec + _EPSILON
-            ),
-            None,
+        # Vector windows are spoken words: on-screen text at the same time is a passage of its own.
+        inside = (
+            None
+            if hit.kind == "on_screen"
+            else next(
+                (
+                    e
+                    for e in windows.get(hit.video_id, [])
+                    if e.window is not None
+                    and e.window.start_sec - _EPSILON <= hit.start_sec <= e.window.end_sec + _EPSILON
+                ),
+                None,
+            )
         )
         if inside is None:
             entries.append(_Entry(hit.video_id, keyword=hit, keyword_rank=rank))
@@ -467,8 +472,8 @@ async def _materialize(
             found = await asyncio.gather(*(runtime.storage.get_context(video_id) for video_id in ahead))
             contexts.update(zip(ahead, found, strict=True))
         context = contexts[entry.video_id]
-        if context is None or context.transcript is None:
-            continue  # deleted since it was found
+        if context is None or (context.transcript is None and entry.keyword is None):
+            continue  # deleted since it was found (an on-screen hit needs no transcript)
         hit = cite(context, entry, checked.words)
         if hit is None:
             continue
@@ -483,8 +488,7 @@ async def _materialize(
 def cite(context: VideoContext, entry: _Entry, words: passages.QueryWords) -> SearchResultHit | None:
     """``entry`` (a fused passage of ``context``) as a hit narrowed to one segment; ``None`` when
     its window no longer fits the transcript or holds an excluded word."""
-    assert context.transcript is not None
-    segments = context.transcript.segments
+    segments = context.transcript.segments if context.transcript is not None else []
     window = entry.window
     spans: list[tuple[int, int]] | None = None
     stemmed = False
@@ -524,6 +528,7 @@ def cite(context: VideoContext, entry: _Entry, words: passages.QueryWords) -> Se
         ranks=SearchRanks(keyword=entry.keyword_rank, vector=entry.vector_rank),
         window_start_sec=window.start_sec if window is not None else None,
         window_end_sec=window.end_sec if window is not None else None,
+        kind=entry.keyword.kind if entry.keyword is not None else "transcript",
     )
 
 

@@ -24,7 +24,7 @@ def render_hits(result: SearchResult) -> str:
         where = f' · chapter {hit.chapter_index}: "{hit.chapter_title}"' if hit.chapter_title else ""
         moment = "" if hit.window_start_sec is None else f" best at {format_timestamp(hit.start_sec)}"
         link = f" {hit.url}" if hit.url else ""
-        found = "+".join(hit.sources)
+        found = "+".join(hit.sources) + (" · on screen" if hit.kind == "on_screen" else "")
         blocks.append(
             f"{n}. {hit.title or hit.video_id} ({hit.video_id}) {_range(hit)}{moment}{link}{where} · {found}\n"
             f"   {hit.snippet}"

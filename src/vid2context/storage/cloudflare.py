@@ -240,8 +240,7 @@ class CloudflareStorage:
             await R2Blobs(self._bucket).put_blob(blob_key, raw, content_type="application/json")
             context_json = None
         summary = summarize(context)
-        segments = context.transcript.segments if context.transcript else []
-        rows = (_encode((i, s.start_sec, s.end_sec, s.text)) for i, s in enumerate(segments))
+        rows = (_encode(row) for row in common.searchable_rows(context))
         d1 = self._d1
         results = await d1.batch(
             [

@@ -24,6 +24,7 @@ __all__ = [
     "COLLECTION_COLUMNS",
     "MAX_BLOB_KEY_BYTES",
     "MAX_LIMIT",
+    "ON_SCREEN_IDX",
     "SQL_DELETE_SEGMENTS",
     "SQL_DELETE_SEGMENTS_FTS",
     "SQL_DELETE_SEGMENTS_STEM",
@@ -52,6 +53,7 @@ __all__ = [
     "name_key",
     "name_taken",
     "put_collection_params",
+    "searchable_rows",
     "segment_params",
     "summary_from_row",
     "video_params",
@@ -191,10 +193,27 @@ def video_params(
     return (*(getattr(summary, c) for c in SUMMARY_COLUMNS), updated_at, context_json, blob_key)
 
 
-def segment_params(context: VideoContext) -> list[tuple]:
-    """Parameters of ``SQL_INSERT_SEGMENT``, one tuple per segment."""
+ON_SCREEN_IDX = 1_000_000_000
+"""``segments.idx`` from which a row is a stretch of on-screen text, not a transcript segment:
+keyword search finds both through the same indexes, and a hit's ``kind`` comes from its ``idx``.
+Saved after the transcript, so a video's rows stay one rowid range in ``idx`` order."""
+
+
+def searchable_rows(context: VideoContext) -> list[tuple[int, float, float, str]]:
+    """``(idx, start_sec, end_sec, text)`` of every passage keyword search finds: the transcript's
+    segments, then the on-screen stretches (lines joined by `` / ``) from ``ON_SCREEN_IDX``."""
     segments = context.transcript.segments if context.transcript else []
-    return [(context.id, i, s.start_sec, s.end_sec, s.text) for i, s in enumerate(segments)]
+    rows = [(i, s.start_sec, s.end_sec, s.text) for i, s in enumerate(segments)]
+    for j, item in enumerate(context.visual or []):
+        text = " / ".join(line for line in item.text.splitlines() if line.strip())
+        if text:
+            rows.append((ON_SCREEN_IDX + j, item.start_sec, item.end_sec, text))
+    return rows
+
+
+def segment_params(context: VideoContext) -> list[tuple]:
+    """Parameters of ``SQL_INSERT_SEGMENT``, one tuple per searchable row."""
+    return [(context.id, *row) for row in searchable_rows(context)]
 
 
 def summary_from_row(row: Mapping[str, Any]) -> VideoSummary:

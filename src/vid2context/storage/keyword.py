@@ -51,6 +51,7 @@ from ..search.query import (
     stems,
     tokenize,
 )
+from .common import ON_SCREEN_IDX
 
 __all__ = [
     "WINDOW",
@@ -132,6 +133,8 @@ class Candidate(NamedTuple):
     end_sec: float
     text: str
     title: str | None
+    on_screen: bool = False
+    """A stretch of on-screen text (``segments.idx`` from ``common.ON_SCREEN_IDX``)."""
 
 
 Plan = Generator[list[Request], list[Any], list[SearchHit]]
@@ -227,6 +230,7 @@ def _hit(ranked: _Ranked, query: ParsedQuery, *, stemmed: bool) -> SearchHit:
         title=c.title,
         stemmed=stemmed,
         highlights=highlight_spans(c.text, phrases, stemmed=stemmed),
+        kind="on_screen" if c.on_screen else "transcript",
     )
 
 
@@ -318,7 +322,7 @@ _SQL_STATS = (
 )
 """FTS5's averages record (what ``bm25()`` reads: rows, then tokens per column) and the rowid range."""
 
-_CANDIDATE_COLUMNS = "s.id AS rowid, s.video_id, s.start_sec, s.end_sec, s.text, v.title"
+_CANDIDATE_COLUMNS = "s.id AS rowid, s.video_id, s.start_sec, s.end_sec, s.text, v.title, s.idx"
 
 
 def _sql_rows_with(table: str) -> str:
@@ -389,7 +393,13 @@ def sql_answers(requests: list[Request], results: list[list[Mapping[str, Any]]])
             answers.append(
                 [
                     Candidate(
-                        int(r["rowid"]), r["video_id"], r["start_sec"], r["end_sec"], r["text"], r["title"]
+                        int(r["rowid"]),
+                        r["video_id"],
+                        r["start_sec"],
+                        r["end_sec"],
+                        r["text"],
+                        r["title"],
+                        int(r["idx"]) >= ON_SCREEN_IDX,
                     )
                     for r in rows
                 ]

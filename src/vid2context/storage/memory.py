@@ -21,7 +21,16 @@ from ..models import Collection, CollectionItem, Page, SearchHit, VideoContext, 
 from ..search.query import Phrase, count_phrase, parse_query, stems, tokenize
 from . import keyword
 from .base import Blob, summarize
-from .common import check_blob_key, check_limit, decode_cursor, encode_cursor, name_key, name_taken
+from .common import (
+    ON_SCREEN_IDX,
+    check_blob_key,
+    check_limit,
+    decode_cursor,
+    encode_cursor,
+    name_key,
+    name_taken,
+    searchable_rows,
+)
 
 __all__ = ["MemoryBlobs", "MemoryKv", "MemoryStorage"]
 
@@ -38,6 +47,7 @@ class _Segment(msgspec.Struct, frozen=True):
     text: str
     tokens: tuple[str, ...]
     stems: tuple[str, ...]
+    on_screen: bool = False
 
 
 class _Video(msgspec.Struct):
@@ -86,11 +96,11 @@ class MemoryStorage:
         raw = _encode(context)
         summary = summarize(context)
         segments = []
-        for i, s in enumerate(context.transcript.segments if context.transcript else []):
-            words = tokenize(s.text)
+        for i, (idx, start, end, text) in enumerate(searchable_rows(context)):
+            words = tokenize(text)
             order = self._segment_seq + i
             segments.append(
-                _Segment(order, s.start_sec, s.end_sec, s.text, tuple(words), tuple(stems(words)))
+                _Segment(order, start, end, text, tuple(words), tuple(stems(words)), idx >= ON_SCREEN_IDX)
             )
         self._segment_seq += len(segments)
         old = self._videos.get(context.id)
@@ -200,7 +210,7 @@ class MemoryStorage:
         video_id = self._owners[order]
         s = self._segment(order)
         return keyword.Candidate(
-            order, video_id, s.start_sec, s.end_sec, s.text, self._videos[video_id].summary.title
+            order, video_id, s.start_sec, s.end_sec, s.text, self._videos[video_id].summary.title, s.on_screen
         )
 
     # --- collections ----------------------------------------------------------------------------
