@@ -75,12 +75,17 @@ class SqlOAuthStore(KvCounters):
         return _grant_decode(rows[0]["grant_json"]) if rows else None
 
     async def use_grant(self, token_hash: str, kind: GrantKind) -> tuple[Grant, bool] | None:
+        # Read, then mark used: the one whose update changes the row is first. Reading after the
+        # update lost the winner of a race, since a racing replay revokes the whole family (the
+        # code's row too) between the two, and then nobody got a token.
+        grant = await self.get_grant(token_hash, kind)
+        if grant is None:
+            return None
         first = await self.sql.run(
             "UPDATE oauth_grants SET used = 1 WHERE hash = ? AND kind = ? AND used = 0 AND revoked = 0",
             (token_hash, kind),
         )
-        grant = await self.get_grant(token_hash, kind)
-        return None if grant is None else (grant, first == 1)
+        return grant, first == 1
 
     async def revoke_grant(self, token_hash: str) -> Grant | None:
         rows = await self.sql.rows(
