@@ -113,6 +113,12 @@ class CollectionView(CollectionSummary, kw_only=True):
     videos: list[VideoSummary] = msgspec.field(default_factory=list)
     pending: list[str] = msgspec.field(default_factory=list)
 
+    @property
+    def inputs(self) -> list[str]:
+        """What reading the collection reads: its saved videos (in added order), then its pending
+        inputs; packs, exports and duplicates all take a collection this way."""
+        return [video.id for video in self.videos] + list(self.pending)
+
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

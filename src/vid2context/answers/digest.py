@@ -198,7 +198,7 @@ async def read_scope(
     inputs = list(scope.inputs)
     if scope.collection_id is not None:
         view = await library.get_collection_view(runtime, scope.collection_id)
-        inputs += [video.id for video in view.videos] + list(view.pending)
+        inputs += view.inputs
     found = await read_videos(runtime, inputs, ctx=ctx, limit=MAX_VIDEOS, on_progress=on_progress)
     found.raise_if_empty("Give video URLs or ids, or a collection that holds some.")
     return found.contexts, failed_inputs(found.failed)

@@ -150,8 +150,7 @@ def _too_many(count: str) -> VidError:
 
 async def _collection_inputs(runtime: Runtime, collection_id: str) -> list[str]:
     """The collection's saved videos (in added order), then its pending inputs."""
-    view = await library.get_collection_view(runtime, collection_id)
-    return [video.id for video in view.videos] + list(view.pending)
+    return (await library.get_collection_view(runtime, collection_id)).inputs
 
 
 async def _read(

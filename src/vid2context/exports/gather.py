@@ -71,7 +71,7 @@ async def named_inputs(
     title = TITLE
     if collection_id is not None:
         view = await library.get_collection_view(runtime, collection_id)
-        given = [video.id for video in view.videos] + list(view.pending) + given
+        given = view.inputs + given
         title = view.name
     if not given:
         raise VidError(ErrorCode.BAD_REQUEST, "No videos to export.", hint=INPUTS_HINT)

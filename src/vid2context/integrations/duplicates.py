@@ -187,7 +187,7 @@ async def check_inputs(runtime: Runtime, inputs: Any, collection: Any) -> list[s
         if not isinstance(collection, str) or not collection.strip():
             raise _bad("The collection must be given as its id (col_...) or its name.")
         view = await library.get_collection_view(runtime, collection.strip())
-        given = list(dict.fromkeys([video.id for video in view.videos] + list(view.pending) + given))
+        given = list(dict.fromkeys(view.inputs + given))
     if not given:
         raise _bad("No videos to compare: neither inputs nor a collection with videos was given.")
     if len(given) > MAX_VIDEOS:

@@ -112,7 +112,7 @@ def tools(deps: Deps) -> list[ContractTool]:
         inputs = [text for text in urls or [] if isinstance(text, str) and text.strip()]
         if collection is not None:
             view = await library.get_collection_view(runtime, collection)
-            inputs = [video.id for video in view.videos] + list(view.pending) + inputs
+            inputs = view.inputs + inputs
         if not inputs:
             raise VidError(ErrorCode.BAD_REQUEST, "No videos to pack.", hint=_HINT)
         count = DEFAULT_VIDEOS if limit is None else limit
