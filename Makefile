@@ -75,6 +75,7 @@ bench: venv-dev $(MINIFLARE)
 ## site: regenerate the docs site (site/*.md and their HTML twins, llms.txt) from its sources
 site: venv-dev
 	$(PY) scripts/build_ui.py
+	$(PY) scripts/build_listed.py
 	$(PY) scripts/build_site.py
 
 ## lock: re-resolve every dependency to its newest allowed release (uv.lock, worker/constraints.txt)

@@ -13,8 +13,8 @@ already loaded. The ``mcp`` package itself is not among them: importing it draws
 which Workers forbid while the snapshot is taken (``opentelemetry.context``, which the SDK's
 tracing imports, names its context keys with ``uuid4()``; with ``click`` installed, as it is not in
 the upload, ``uvicorn`` would load ``multiprocessing`` and its ``os.urandom`` key too), so the app
-loads it on the first MCP message only, and ``initialize`` does not even need it (``mcp/lean.py``
-answers it with the SDK's exact bytes). Its dependencies that draw nothing are imported here
+loads it on the first MCP message that needs it: ``initialize``, ``tools/list`` and
+``prompts/list`` do not (``mcp/lean.py`` answers them with the SDK's exact bytes). Its dependencies that draw nothing are imported here
 (``SNAPSHOT_MCP_DEPS``): the protocol models of ``mcp_types`` and its per-version models
 (``mcp_types.methods``; pydantic, built at import: most of the SDK's import time), with which
 the lean ``initialize`` is answered and validated, and Starlette, which the SDK's HTTP app is

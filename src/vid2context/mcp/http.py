@@ -27,9 +27,9 @@ DNS-rebinding check off (the checks above replace it, and also work behind a pub
 The SDK is imported, and its session manager started, on the first MCP message inside the Litestar
 lifespan (REST requests and discovery never load it); the lifespan is counted, so the Worker, which
 runs the ASGI lifespan around every request, gets one manager per burst of requests, never two.
-``initialize`` and ``notifications/initialized`` do not need it: ``lean.py`` gives the SDK's own
-answer to them without it, so a client's handshake with a cold Worker isolate does not wait for
-the SDK's import.
+``initialize``, ``notifications/initialized``, ``tools/list`` and ``prompts/list`` do not need it:
+``lean.py`` gives the SDK's own answer to them without it, so a client's handshake and first
+listing with a cold Worker isolate do not wait for the SDK's import.
 
 **Session mode** (``VID2CONTEXT_MCP_SESSIONS=1``, the local server only: the Worker has no process
 that outlives a request, so it ignores the setting and stays stateless) uses the SDK's own session
@@ -70,6 +70,7 @@ from ..held import Held
 from ..runtime import Runtime
 from .identity import PROTOCOL_VERSIONS, SERVER_NAME
 from .lean import MAX_LEAN_BODY, lean_answer
+from .listed import MCP_MAX_TOKENS
 from .owner import RUN_OWNER, digest
 
 if TYPE_CHECKING:
@@ -172,6 +173,9 @@ class McpHttp:
         )
         self.sessions = settings.mcp_sessions and runtime.name != "worker"
         """Session mode (``VID2CONTEXT_MCP_SESSIONS``); never on the Worker."""
+        self.listed = server is None and settings.mcp_max_tokens == MCP_MAX_TOKENS
+        """Whether ``listed.py`` holds this server's lists (``lean.py``): the server ``create_mcp``
+        builds, with the page size they were built with (a server given here may list others)."""
         self._app: Any = None
         self._manager: Held | None = None
         """The SDK's session manager, held open by a task of its own (``held.py``)."""
@@ -399,7 +403,7 @@ class McpHttp:
             METER.reset(token)
 
     async def _answer_lean(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
-        """Answer ``initialize`` as the SDK would, without it (``lean.py``), and return ``None``;
+        """Answer ``initialize`` or a list as the SDK would, without it (``lean.py``), and return ``None``;
         otherwise a ``receive`` that gives the SDK again what was read of the request."""
         read: list[Any] = []
         size = 0
@@ -413,7 +417,7 @@ class McpHttp:
             more = bool(message.get("more_body", False))
         if not more and size <= MAX_LEAN_BODY:
             body = b"".join(message.get("body", b"") for message in read if message["type"] == "http.request")
-            answer = lean_answer(list(scope.get("headers") or ()), body)
+            answer = lean_answer(list(scope.get("headers") or ()), body, listed=self.listed)
             if answer is not None:
                 status, headers, content = answer
                 await send({"type": "http.response.start", "status": status, "headers": headers})
