@@ -12,7 +12,7 @@ from litestar.datastructures import State
 
 from ..held import Held
 from ..runtime import Runtime
-from ..storage.base import Versioned
+from ..storage.base import LibraryVersioned, Versioned
 from .accounts import ACCOUNT_ROUTES
 from .answers import ANSWER_ROUTES
 from .ask import ASK_ROUTES
@@ -33,7 +33,7 @@ from .oauth import oauth_routes
 from .openapi import openapi_config
 from .packs import bundle_get, bundle_post, pack_get, pack_post
 from .reading import outline, section
-from .rendered import RenderedCache
+from .rendered import WORKER_MAX_BYTES, RenderedCache
 from .research import RESEARCH_ROUTES
 from .search import search_route
 from .skips import SKIP_ROUTES
@@ -132,9 +132,11 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
     mcp = mcp_http(runtime, oauth=oauth.server if oauth else None, hosted=hosted)
 
     cache_bytes = runtime.settings.response_cache_mb * 1024 * 1024
+    if runtime.name == "worker":
+        cache_bytes = min(cache_bytes, WORKER_MAX_BYTES)
     rendered = (
         RenderedCache(runtime.storage, max_bytes=cache_bytes)
-        if cache_bytes and isinstance(runtime.storage, Versioned)
+        if cache_bytes and isinstance(runtime.storage, (Versioned, LibraryVersioned))
         else None
     )
 

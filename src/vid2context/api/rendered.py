@@ -13,9 +13,12 @@ row may be changed by another process: ``vid2context push`` from a CLI, another 
 ``PRAGMA data_version``, which changes with every commit of any other connection to the file, in
 this process or another, and costs a few µs on the event loop. Any commit retires every entry,
 not only the changed video's: coarse, but exact, and nothing else to keep in step; on a
-read-heavy server writes are rare beside reads. A storage without a version (D1 on the Worker,
-whose isolates see each other's writes only by asking) gets no cache; its answers still carry
-the ``ETag`` and still answer ``304``.
+read-heavy server writes are rare beside reads. On the Worker, whose isolates see each other's
+writes only by asking D1, the version is a row that every write to a saved video bumps
+(``LibraryVersioned``; the triggers of ``migrations/0011_leanlist.sql``), read with one small
+query per cacheable request, and each isolate keeps its own entries (at most
+``WORKER_MAX_BYTES``: an isolate has 128 MB). A storage with neither gets no cache; its answers
+still carry the ``ETag`` and still answer ``304``.
 
 Only what came from the library is kept (the pipeline's one ``cache`` attempt), never a fresh
 read from the platform nor a language model's translation (saved in the blob store, which the
@@ -33,13 +36,14 @@ from litestar.datastructures import ResponseHeader
 from litestar.openapi import ResponseSpec
 from litestar.types import Receive, Scope, Send
 
-from ..storage.base import Versioned
+from ..storage.base import LibraryVersioned, Versioned
 from .middleware._asgi import header
 
 __all__ = [
     "ENTRY_OVERHEAD",
     "ETAG_HEADER",
     "NOT_MODIFIED",
+    "WORKER_MAX_BYTES",
     "Rendered",
     "RenderedCache",
     "etag_of",
@@ -56,6 +60,10 @@ ETAG_HEADER = ResponseHeader(
 )
 NOT_MODIFIED = {304: ResponseSpec(None, description="If-None-Match names the current ETag: no body.")}
 """The OpenAPI side of a route that answers ``If-None-Match``."""
+
+WORKER_MAX_BYTES = 8 * 1024 * 1024
+"""The bound of a Worker isolate's cache, whatever ``VID2CONTEXT_RESPONSE_CACHE_MB`` says: an
+isolate has 128 MB, much of it Python's own."""
 
 ENTRY_OVERHEAD = 400
 """Bytes counted per entry beside its body (key, headers, the entry itself), so that many tiny
@@ -98,7 +106,7 @@ class _Ready(Response[bytes]):
 class RenderedCache:
     """Rendered answers by key, for one storage version at a time, at most ``max_bytes``."""
 
-    def __init__(self, storage: Versioned, *, max_bytes: int) -> None:
+    def __init__(self, storage: Versioned | LibraryVersioned, *, max_bytes: int) -> None:
         self._storage = storage
         self.max_bytes = max_bytes
         self.max_entry = max_bytes // 8
@@ -110,9 +118,12 @@ class RenderedCache:
         self.hits = 0
         self.misses = 0
 
-    def version(self) -> int | None:
+    async def version(self) -> int | None:
         """The storage's version now: read it before reading what an entry is made from."""
-        return self._storage.data_version()
+        storage = self._storage
+        if isinstance(storage, Versioned):
+            return storage.data_version()
+        return await storage.library_version()
 
     def get(self, key: Hashable, version: int | None) -> Rendered | None:
         """The entry for ``key`` if it was read at ``version`` (``version()`` just now)."""

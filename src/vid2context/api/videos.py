@@ -214,7 +214,7 @@ async def transcript(
     # The input as given: reading it is pure (same text, same settings, same video), so a hit
     # need not parse it again; another spelling of the same video is an entry of its own.
     key = (source, formatter.id, options.timestamps, checked_mode, checked_lang, labels)
-    version = cache.version() if cache is not None else None  # before anything is read
+    version = await cache.version() if cache is not None else None  # before anything is read
     if cache is not None and (kept := cache.get(key, version)) is not None:
         return rendered_response(kept, if_none_match)  # type: ignore[return-value]
     ctx = request_ctx(request, runtime)

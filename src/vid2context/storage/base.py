@@ -23,7 +23,7 @@ import msgspec
 from ..models import Collection, CollectionItem, Page, SearchHit, VideoContext, VideoSummary
 from ..tokens import estimate_tokens
 
-__all__ = ["Blob", "BlobStore", "KvStore", "Storage", "Versioned", "summarize"]
+__all__ = ["Blob", "BlobStore", "KvStore", "LibraryVersioned", "Storage", "Versioned", "summarize"]
 
 
 @runtime_checkable
@@ -127,7 +127,7 @@ class Versioned(Protocol):
 
     What keeps a rendered answer (``api/rendered.py``) from outliving the row it came from, even
     when another process wrote the row. The Worker's D1 has nothing of the kind (an isolate sees
-    other isolates' writes only by asking), so ``CloudflareStorage`` does not offer it.
+    other isolates' writes only by asking), so ``CloudflareStorage`` offers ``LibraryVersioned``.
     """
 
     def data_version(self) -> int | None:
@@ -135,6 +135,22 @@ class Versioned(Protocol):
         saved video was committed, by this process or another; ``None`` when it cannot be told
         now without waiting (then nothing may be served from a cache). Synchronous and cheap:
         it runs on the event loop."""
+        ...
+
+
+@runtime_checkable
+class LibraryVersioned(Protocol):
+    """A storage that can tell with one small query whether a saved video may have changed.
+
+    ``Versioned`` for a store whose other writers are seen only by asking: D1, where every write
+    to a saved video bumps one row (``migrations/0011_leanlist.sql``'s triggers). Reading it costs
+    a round trip, far less than reading and rendering a saved video again.
+    """
+
+    async def library_version(self) -> int | None:
+        """A number that differs from every earlier answer once any write that may have changed a
+        saved video was committed, by any isolate; ``None`` when it cannot be told (then nothing
+        may be served from a cache)."""
         ...
 
 

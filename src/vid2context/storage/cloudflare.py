@@ -189,6 +189,7 @@ _SQL_INSERT_SEGMENTS = (
 )
 """Parameters: the video id, a JSON list of ``[idx, start_sec, end_sec, text]``."""
 _SQL_BLOB_KEY = "SELECT blob_key FROM videos WHERE id = ?"
+_SQL_LIBRARY_VERSION = "SELECT version FROM library_version WHERE id = 1"
 _SQL_COLLECTION_SELECT = common.SQL_COLLECTION_SELECT
 _SQL_COLLECTION_EXISTS = "SELECT 1 AS found FROM collections WHERE id = ?"
 _SQL_ITEMS_UPSERT = (
@@ -212,6 +213,11 @@ class CloudflareStorage:
         self._inline_limit = inline_limit
 
     # --- videos -------------------------------------------------------------------------------
+
+    async def library_version(self) -> int | None:
+        """``LibraryVersioned``: the row every write to ``videos`` bumps (its triggers)."""
+        row = await self._d1.first(_SQL_LIBRARY_VERSION)
+        return None if row is None else int(row["version"])
 
     async def get_context(self, video_id: str) -> VideoContext | None:
         row = await self._d1.first(common.SQL_GET_CONTEXT, (video_id,))
