@@ -9,6 +9,16 @@ read once first (YouTube answered by the tests' replay server), so every timed r
 stored read. The sides alternate in ``BENCH_CACHED_ROUNDS`` rounds of ``BENCH_CACHED_REQUESTS``
 requests each; the ratio (bare time over ours, 1 = the framework's own speed) is of the medians.
 
+Then the Worker (``worker``; ``BENCH_CACHED_WORKER_REQUESTS`` a round, default 40; 0 skips it):
+the same read through ``create_app`` over ``build_worker_runtime`` on Miniflare's D1, KV and R2
+(``tests/miniflare_harness.py``), with the isolate's rendered-answer cache (the library version
+row read once a request) and without it (``VID2CONTEXT_RESPONSE_CACHE_MB=0``: the saved video read
+and rendered each time), alternating in ``BENCH_CACHED_ROUNDS`` rounds, on the replayed video saved
+again with its lines repeated to ``BENCH_CACHED_WORKER_CUES`` (default 2,500, about an hour); each binding call is an
+HTTP round trip to 127.0.0.1 (``binding_round_trip_ms`` of ``bench_worker``), which a deployed
+Worker does not pay, so the CPU figures matter more than the wall ones. The cache's hit count
+is reported, so the figures are known to be hits.
+
 Then memory (``BENCH_CACHED_MEMORY_REQUESTS``, default 50,000; 0 skips it): that many more reads
 of ours, a mix of formats, half with the ``If-None-Match`` of the answer (``304``), each with a
 request id of its own, under ``tracemalloc``. Reported: the process's RSS and the traced Python
@@ -28,6 +38,7 @@ import time
 import tracemalloc
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 from litestar import Litestar, get
@@ -111,6 +122,89 @@ async def _measure(rounds: int, count: int) -> dict[str, object]:
     }
 
 
+def _long(context: Any, cues: int) -> Any:
+    """``context`` with its transcript's lines repeated to ``cues`` lines, one every 1.5 s: a
+    long video's saved copy, so that reading and rendering it costs what it costs in use."""
+    import msgspec
+
+    lines = context.transcript.segments
+    segments = [
+        msgspec.structs.replace(lines[n % len(lines)], start_sec=n * 1.5, end_sec=n * 1.5 + 1.4)
+        for n in range(cues)
+    ]
+    return msgspec.structs.replace(
+        context, transcript=msgspec.structs.replace(context.transcript, segments=segments)
+    )
+
+
+async def _worker(rounds: int, count: int, youtube: str, cues: int) -> dict[str, object] | None:
+    """Cached reads on the Worker's runtime, with and without the cache (module docstring)."""
+    if count <= 0:
+        return None
+    from tests.miniflare_harness import apply_migrations, start_harness
+
+    from vid2context.api import create_app
+    from vid2context.runtime import build_worker_runtime
+
+    harness = start_harness()
+    try:
+        harness.reset()
+        settings = {"VID2CONTEXT_YOUTUBE_ORIGIN": youtube, "VID2CONTEXT_RATE_LIMIT": "100000000"}
+        envs = {
+            "cached": harness.new_env(vars=settings),
+            "uncached": harness.new_env(vars={**settings, "VID2CONTEXT_RESPONSE_CACHE_MB": "0"}),
+        }
+        await apply_migrations(envs["cached"].DB)
+        apps = {side: create_app(build_worker_runtime(env)) for side, env in envs.items()}
+        clients = {
+            side: httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench")
+            for side, app in apps.items()
+        }
+        latencies: dict[str, list[float]] = {side: [] for side in apps}
+        cpu: dict[str, list[float]] = {side: [] for side in apps}
+        async with apps["cached"].lifespan(), apps["uncached"].lifespan():
+            (await clients["cached"].get("/api/v1/transcript", params=PARAMS, timeout=60)).raise_for_status()
+            storage = apps["cached"].state.runtime.storage
+            await storage.put_context(_long(await storage.get_context("youtube:" + VIDEO), cues))
+
+            def caller(client: httpx.AsyncClient) -> Callable[[], Awaitable[None]]:
+                async def call() -> None:
+                    response = await client.get("/api/v1/transcript", params=PARAMS)
+                    if response.status_code != 200:
+                        raise RuntimeError(f"status {response.status_code}: {response.text[:200]}")
+
+                return call
+
+            calls = {side: caller(client) for side, client in clients.items()}
+            for call in calls.values():
+                await _round(call, min(count, 10))  # warm-up
+            for _ in range(rounds):
+                for side, call in calls.items():
+                    got, per_request_cpu = await _round(call, count)
+                    latencies[side].extend(got)
+                    cpu[side].append(per_request_cpu)
+            cache = apps["cached"].state.rendered
+            body_bytes = len((await clients["uncached"].get("/api/v1/transcript", params=PARAMS)).content)
+            hits = cache.hits if cache is not None else 0
+        for client in clients.values():
+            await client.aclose()
+        for env in envs.values():
+            await env.aclose()
+    finally:
+        harness.stop()
+    figures = {side: _summary(latencies[side], cpu[side]) for side in apps}
+    return {
+        **figures,
+        "cache_hits": hits,
+        "cues": cues,
+        "body_bytes": body_bytes,
+        "requests_a_side": rounds * count,
+        "speedup_p50": round(figures["uncached"]["p50_us"] / figures["cached"]["p50_us"], 2),
+        "speedup_cpu": round(figures["uncached"]["cpu_median_us"] / figures["cached"]["cpu_median_us"], 2),
+        "note": "Miniflare's bindings over HTTP on 127.0.0.1; CPython, not Pyodide",
+    }
+
+
 def _rss_kib() -> int:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -170,6 +264,9 @@ def run() -> dict[str, object]:
         stderr, sys.stderr = sys.stderr, devnull  # the access log's lines
         try:
             figures = asyncio.run(_measure(rounds, count))
+            worker_count = int(os.environ.get("BENCH_CACHED_WORKER_REQUESTS", "40"))
+            cues = int(os.environ.get("BENCH_CACHED_WORKER_CUES", "2500"))
+            figures["worker"] = asyncio.run(_worker(rounds, worker_count, replay.origin, cues))
         finally:
             sys.stderr = stderr
             for key in [k for k in os.environ if k.startswith("VID2CONTEXT_")]:
