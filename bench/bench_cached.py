@@ -71,6 +71,34 @@ async def _round(call: Callable[[], Awaitable[None]], count: int) -> tuple[list[
     return latencies, (time.process_time() - started_cpu) * 1e6 / count
 
 
+def _reader(client: httpx.AsyncClient) -> Callable[[], Awaitable[None]]:
+    """One cached read through ``client``; anything but ``200`` stops the benchmark."""
+
+    async def call() -> None:
+        response = await client.get("/api/v1/transcript", params=PARAMS)
+        if response.status_code != 200:
+            raise RuntimeError(f"status {response.status_code}: {response.text[:200]}")
+
+    return call
+
+
+async def _alternate(
+    sides: dict[str, Callable[[], Awaitable[None]]], rounds: int, count: int, warm: int
+) -> dict[str, dict[str, float]]:
+    """Each side warmed up with ``warm`` calls, then ``rounds`` rounds of ``count`` calls a side,
+    alternating: each side's latency and CPU medians (``_summary``)."""
+    latencies: dict[str, list[float]] = {name: [] for name in sides}
+    cpu: dict[str, list[float]] = {name: [] for name in sides}
+    for call in sides.values():
+        await _round(call, warm)
+    for _ in range(rounds):
+        for name, call in sides.items():
+            got, per_request_cpu = await _round(call, count)
+            latencies[name].extend(got)
+            cpu[name].append(per_request_cpu)
+    return {name: _summary(latencies[name], cpu[name]) for name in sides}
+
+
 def _summary(latencies: list[float], cpu: list[float]) -> dict[str, float]:
     latencies.sort()
     return {
@@ -93,26 +121,12 @@ async def _measure(rounds: int, count: int) -> dict[str, object]:
         bare_transport = httpx.ASGITransport(app=bare_app)
         async with httpx.AsyncClient(transport=bare_transport, base_url="http://bench") as bare:
 
-            async def call_ours() -> None:
-                response = await ours.get("/api/v1/transcript", params=PARAMS)
-                if response.status_code != 200:
-                    raise RuntimeError(f"status {response.status_code}: {response.text[:200]}")
-
             async def call_bare() -> None:
                 (await bare.get("/bare")).raise_for_status()
 
-            sides = {"ours": call_ours, "bare": call_bare}
-            latencies: dict[str, list[float]] = {name: [] for name in sides}
-            cpu: dict[str, list[float]] = {name: [] for name in sides}
-            for call in sides.values():
-                await _round(call, min(count, 200))  # warm-up
-            for _ in range(rounds):
-                for name, call in sides.items():
-                    got, per_request_cpu = await _round(call, count)
-                    latencies[name].extend(got)
-                    cpu[name].append(per_request_cpu)
+            sides = {"ours": _reader(ours), "bare": call_bare}
+            figures = await _alternate(sides, rounds, count, min(count, 200))
         memory = await _memory(ours, int(os.environ.get("BENCH_CACHED_MEMORY_REQUESTS", "50000")))
-    figures = {name: _summary(latencies[name], cpu[name]) for name in sides}
     return {
         "memory": memory,
         "body_bytes": len(first.content),
@@ -160,29 +174,12 @@ async def _worker(rounds: int, count: int, youtube: str, cues: int) -> dict[str,
             side: httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench")
             for side, app in apps.items()
         }
-        latencies: dict[str, list[float]] = {side: [] for side in apps}
-        cpu: dict[str, list[float]] = {side: [] for side in apps}
         async with apps["cached"].lifespan(), apps["uncached"].lifespan():
             (await clients["cached"].get("/api/v1/transcript", params=PARAMS, timeout=60)).raise_for_status()
             storage = apps["cached"].state.runtime.storage
             await storage.put_context(_long(await storage.get_context("youtube:" + VIDEO), cues))
-
-            def caller(client: httpx.AsyncClient) -> Callable[[], Awaitable[None]]:
-                async def call() -> None:
-                    response = await client.get("/api/v1/transcript", params=PARAMS)
-                    if response.status_code != 200:
-                        raise RuntimeError(f"status {response.status_code}: {response.text[:200]}")
-
-                return call
-
-            calls = {side: caller(client) for side, client in clients.items()}
-            for call in calls.values():
-                await _round(call, min(count, 10))  # warm-up
-            for _ in range(rounds):
-                for side, call in calls.items():
-                    got, per_request_cpu = await _round(call, count)
-                    latencies[side].extend(got)
-                    cpu[side].append(per_request_cpu)
+            sides = {side: _reader(client) for side, client in clients.items()}
+            figures = await _alternate(sides, rounds, count, min(count, 10))
             cache = apps["cached"].state.rendered
             body_bytes = len((await clients["uncached"].get("/api/v1/transcript", params=PARAMS)).content)
             hits = cache.hits if cache is not None else 0
@@ -192,7 +189,6 @@ async def _worker(rounds: int, count: int, youtube: str, cues: int) -> dict[str,
             await env.aclose()
     finally:
         harness.stop()
-    figures = {side: _summary(latencies[side], cpu[side]) for side in apps}
     return {
         **figures,
         "cache_hits": hits,

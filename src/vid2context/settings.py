@@ -158,7 +158,7 @@ SETTINGS: tuple[Setting, ...] = (
         32,
         "MiB of rendered transcripts each server process keeps, so a repeated read of a saved video "
         "is neither read nor rendered again (any write to the library retires them); 0 turns it "
-        "off. Local runtime only.",
+        "off. On the Worker each isolate keeps at most 8 MiB.",
         bounds=(1, 65_536),
     ),
     Setting(
