@@ -108,6 +108,9 @@ class RenderedCache:
 
     def __init__(self, storage: Versioned | LibraryVersioned, *, max_bytes: int) -> None:
         self._storage = storage
+        self._now = storage.data_version if isinstance(storage, Versioned) else None
+        """The synchronous version, when the storage has one: chosen once (a protocol's
+        ``isinstance`` costs more than the read itself)."""
         self.max_bytes = max_bytes
         self.max_entry = max_bytes // 8
         """A larger answer is not kept: one long transcript must not flush all the others."""
@@ -120,10 +123,9 @@ class RenderedCache:
 
     async def version(self) -> int | None:
         """The storage's version now: read it before reading what an entry is made from."""
-        storage = self._storage
-        if isinstance(storage, Versioned):
-            return storage.data_version()
-        return await storage.library_version()
+        if self._now is not None:
+            return self._now()
+        return await self._storage.library_version()  # type: ignore[union-attr]
 
     def get(self, key: Hashable, version: int | None) -> Rendered | None:
         """The entry for ``key`` if it was read at ``version`` (``version()`` just now)."""
