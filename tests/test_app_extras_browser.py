@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import struct
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -141,12 +142,15 @@ def fake() -> Iterator[FakeLlm]:
         yield server
 
 
-@pytest.fixture
-async def served(tmp_path: Path, fake: FakeLlm, embed_model_dir: Path) -> AsyncIterator[Served]:
+@pytest.fixture(scope="module")
+async def served(
+    tmp_path_factory: pytest.TempPathFactory, fake: FakeLlm, embed_model_dir: Path
+) -> AsyncIterator[Served]:
+    """One server for the module: the speech model loads once (each test uploads other bytes)."""
     runtime = build_local_runtime(
         {
             **QUIET,
-            "VID2CONTEXT_HOME": str(tmp_path / "home"),
+            "VID2CONTEXT_HOME": str(tmp_path_factory.mktemp("app") / "home"),
             "VID2CONTEXT_API_KEYS": KEY,
             "VID2CONTEXT_LLM_URL": fake.url + "/v1",
             "VID2CONTEXT_LLM_MODEL": "llama3.2",
@@ -216,6 +220,39 @@ def decode_errors(path: Path) -> str:
     return done.stderr.decode() + ("" if done.returncode == 0 else f" (exit {done.returncode})")
 
 
+def _crc_table() -> list[int]:
+    table = []
+    for i in range(256):
+        r = i << 24
+        for _ in range(8):
+            r = ((r << 1) ^ 0x04C11DB7) if r & 0x80000000 else r << 1
+        table.append(r & 0xFFFFFFFF)
+    return table
+
+
+CRC_TABLE = _crc_table()
+
+
+def ogg_pages(data: bytes) -> list[dict[str, Any]]:
+    """Every page of an Ogg file, read here on its own (RFC 3533), each CRC checked."""
+    pages, at = [], 0
+    while at < len(data):
+        assert data[at : at + 4] == b"OggS" and data[at + 4] == 0, f"no page at byte {at}"
+        flags, granule, serial, sequence, crc, count = struct.unpack_from("<BqIIIB", data, at + 5)
+        lacing = data[at + 27 : at + 27 + count]
+        end = at + 27 + count + sum(lacing)
+        page = bytearray(data[at:end])
+        page[22:26] = b"\0\0\0\0"
+        mine = 0
+        for byte in page:
+            mine = ((mine << 8) & 0xFFFFFFFF) ^ CRC_TABLE[((mine >> 24) ^ byte) & 0xFF]
+        assert mine == crc, f"page {sequence}: CRC {crc:08x}, computed {mine:08x}"
+        body = data[at + 27 + count : end]
+        pages.append({"flags": flags, "granule": granule, "serial": serial, "sequence": sequence, "body": body})
+        at = end
+    return pages
+
+
 # --- upload ---------------------------------------------------------------------------------------
 
 
@@ -243,7 +280,14 @@ async def test_a_video_is_reduced_to_ogg_opus_uploaded_and_transcribed_by_keyboa
     (stream,) = probed["streams"]
     assert stream["codec_name"] == "opus" and stream["channels"] == 1
     assert abs(float(probed["format"]["duration"]) - 24.43) < 0.1  # the talk's length, kept
-    assert decode_errors(received) == ""  # every page's CRC and granule accepted
+    assert decode_errors(received) == ""
+    pages = ogg_pages(data)
+    assert [p["sequence"] for p in pages] == list(range(len(pages))) and len({p["serial"] for p in pages}) == 1
+    assert pages[0]["flags"] == 2 and pages[-1]["flags"] == 4 and {p["flags"] for p in pages[1:-1]} <= {0}
+    assert pages[0]["body"][:8] == b"OpusHead" and pages[1]["body"][:8] == b"OpusTags"
+    pre_skip = struct.unpack_from("<H", pages[0]["body"], 10)[0]
+    granules = [p["granule"] for p in pages[2:]]
+    assert granules == sorted(granules) and abs(granules[-1] - pre_skip - 24.43 * 48000) < 48000 * 0.05
 
     summary = await page.locator(".v2c-summary").text_content()
     assert summary.startswith("talk.mp4: 192.8 kB, reduced in the browser to ") and "Opus" in summary
@@ -271,6 +315,7 @@ async def test_without_audio_encoder_the_file_is_uploaded_as_it_is(
 
 async def test_bad_files_are_refused_and_names_stay_text(browser: Browser, served: Served) -> None:
     page = await open_harness(browser, served)
+    before = await served.runtime.blobs.list_blobs("blobs/uploads/")
     await page.get_by_label("Video or audio file").set_input_files(
         {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"not media at all\n"}
     )
@@ -278,7 +323,7 @@ async def test_bad_files_are_refused_and_names_stay_text(browser: Browser, serve
     (error,) = await page.evaluate("window.errors")
     assert error["code"] == "bad-request" and error["message"] == "notes.txt is not an audio or video file."
     assert error["hint"]
-    assert await served.runtime.blobs.list_blobs("blobs/uploads/") == []  # nothing was sent
+    assert await served.runtime.blobs.list_blobs("blobs/uploads/") == before  # nothing was sent
 
     # A dropped file that says it is a video but is not one, under a name that is HTML: the browser
     # cannot decode it, so it goes up as it is, and the server's refusal reaches showError.
@@ -332,7 +377,7 @@ async def test_a_streamed_answer_links_its_citations_and_marks_the_invented_one(
     assert await link.get_attribute("rel") == "noopener noreferrer"
     beyond = len(source_numbers(fake.answered[-1])) + 5
     note = page.locator(".v2c-unverified-note")
-    assert await note.text_content() == f"⚠ Unverified: [{beyond}] matched no source and were removed from the answer."
+    assert await note.text_content() == f"⚠ Unverified: [{beyond}] matched no source and was removed from the answer."
     assert await note.locator("a").count() == 0
     assert await page.locator(".v2c-sources li").count() == 1
 

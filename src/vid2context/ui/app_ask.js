@@ -146,7 +146,7 @@ export function mountAsk(root, ctx) {
       if (index) unverified.append(", ");
       unverified.append(el("span", { class: "v2c-unverified" }, `[${n}]`));
     });
-    unverified.append(" matched no source and were removed from the answer.");
+    unverified.append(numbers.length === 1 ? " matched no source and was removed from the answer." : " matched no source and were removed from the answer.");
   }
 
   async function ask(text) {

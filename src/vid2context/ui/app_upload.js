@@ -128,7 +128,11 @@ export async function reduceToOpus(file, onProgress = () => {}) {
       const micros = chunk.duration ?? 20000;
       packets.push({ data, samples: Math.round((micros * GRANULE_RATE) / 1e6) });
       const description = metadata?.decoderConfig?.description;
-      if (description && !head) head = new Uint8Array(ArrayBuffer.isView(description) ? description.buffer : description);
+      if (description && !head) {
+        head = ArrayBuffer.isView(description)
+          ? new Uint8Array(description.buffer, description.byteOffset, description.byteLength).slice()
+          : new Uint8Array(description).slice();
+      }
     },
     error(error) {
       failure = error;
