@@ -426,6 +426,26 @@ async def test_ask_errors_reach_show_error(served: Served) -> None:
     assert await page.locator(".v2c-answer a").count() == 0
 
 
+async def test_a_selection_is_asked_as_its_video_with_the_range_in_the_question(
+    served: Served, fake: FakeLlm
+) -> None:
+    page = await open_harness(served)
+    await page.evaluate(
+        "window.scopeNow = { videos: ['youtube:EbikeTalk01'], collection: null,"
+        " selection: { videoId: 'youtube:EbikeTalk01', startSec: 70, endSec: 95.5 } }"
+    )
+    await page.locator("#ask textarea").focus()
+    assert await page.locator(".v2c-scope").text_content() == (
+        "Asked over the part from 1:10 to 1:35 of youtube:EbikeTalk01."
+    )
+    await page.keyboard.type(QUESTION)
+    await page.keyboard.press("Control+Enter")
+    await page.wait_for_function("document.querySelector('.v2c-status').textContent.startsWith('Answered')")
+    asked = fake.answered[-1].last_user
+    assert QUESTION in asked and "(About the part from 1:10 to 1:35.)" in asked
+    assert await page.locator(".v2c-answer a.v2c-cite").count() == 1
+
+
 async def test_ask_stays_hidden_without_a_language_model(served: Served) -> None:
     runtime = build_runtime(load_settings({**QUIET, "VID2CONTEXT_API_KEYS": KEY}))
     try:
