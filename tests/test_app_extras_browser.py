@@ -34,7 +34,9 @@ from vid2context.ui.assets import ASSETS
 from vid2context.uploads import get_upload
 
 from .fake_llm import FakeLlm, source_numbers
+from .fake_whisper import FakeWhisper, tone_audio
 from .retrieval_set import talks
+from .runtimes import Runtimes, WorkerLikeApp
 from .test_ask_api import QUESTION, citing, real_server
 from .test_viewer_browser import CHROMIUM
 
@@ -136,8 +138,14 @@ class Served:
 
 
 @asynccontextmanager
-async def serving(runtime: Runtime, browser: Browser) -> AsyncIterator[Served]:
-    async with real_server(Harness(create_app(runtime))) as url:
+async def serving(runtime: Runtime, browser: Browser, *, worker: bool = False) -> AsyncIterator[Served]:
+    """The harness over the app, served as ``vid2context serve`` does, or as the Worker's adapter
+    runs it (``worker``: the lifespan around every request, the runtime outliving the app)."""
+    if worker:
+        app: Any = WorkerLikeApp(create_app(runtime, owns_runtime=False))
+    else:
+        app = create_app(runtime)
+    async with real_server(Harness(app), "off" if worker else "on") as url:
         yield Served(url, runtime, browser)
 
 
@@ -349,7 +357,32 @@ async def test_bad_files_are_refused_and_names_stay_text(served: Served) -> None
     assert await page.evaluate("window.pwned") is None
 
 
-# --- ask ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("runtime_kind", ["worker"], indirect=True)
+async def test_on_the_worker_the_reduced_file_goes_to_the_speech_service_as_it_is(
+    served: Served, runtimes: Runtimes, tmp_path: Path
+) -> None:
+    """The Worker (D1, KV and R2 on Miniflare) has no ffmpeg: the Ogg Opus file, small enough for
+    one request, is sent to the hosted speech-to-text rung (the Whisper stand-in, which hears tones)
+    byte for byte, and the words it hears come back through the job."""
+    tones = tone_audio(tmp_path / "tones.wav", [(3, 0.5, 1.5), (7, 2.0, 3.0), (12, 3.5, 4.5)])
+    with FakeWhisper(key=None) as whisper:
+        runtime = await runtimes.build(
+            {**QUIET, "VID2CONTEXT_API_KEYS": KEY, "VID2CONTEXT_STT_URL": whisper.url}
+        )
+        async with serving(runtime, served.browser, worker=True) as edge:
+            page = await open_harness(edge)
+            await page.get_by_label("Video or audio file").set_input_files(str(tmp_path / "tones.wav"))
+            await wait_opened_or_error(page)
+            assert await page.evaluate("window.errors") == []
+            (reference,) = await page.evaluate("window.opened")
+            info, data = await get_upload(runtime, reference)
+            assert info.mime_type == "audio/ogg" and data[:4] == b"OggS"
+            (heard,) = whisper.answered
+            assert heard.size == len(data)
+            assert await edge.transcript_words(reference) == [word.text for word in tones]
+
+
+# --- ask ---------------------------------------------------------------------------------------
 
 
 async def test_a_streamed_answer_links_its_citations_and_marks_the_invented_one(
