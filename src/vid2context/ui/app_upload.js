@@ -112,9 +112,10 @@ function mono(buffer) {
 
 /**
  * `file` as an Ogg Opus Blob of its sound, mono at 16 kHz and 32 kbit/s; onProgress(fraction).
- * Throws when the browser cannot decode the file or the encoder fails.
+ * Throws when the browser cannot decode the file or the encoder fails, and AbortError when `signal`
+ * aborts.
  */
-export async function reduceToOpus(file, onProgress = () => {}) {
+export async function reduceToOpus(file, onProgress = () => {}, signal = null) {
   const decoding = new OfflineAudioContext(1, 1, REDUCE_RATE);
   const decoded = await decoding.decodeAudioData(await file.arrayBuffer());
   const pcm = mono(decoded);
@@ -140,6 +141,8 @@ export async function reduceToOpus(file, onProgress = () => {}) {
   });
   encoder.configure(encoderConfig());
   for (let at = 0; at < pcm.length && !failure; at += PIECE) {
+    if (signal?.aborted) failure = new DOMException("Canceled.", "AbortError");
+    if (failure) break;
     const piece = pcm.subarray(at, at + PIECE);
     const data = new AudioData({
       format: "f32-planar",
@@ -224,7 +227,11 @@ export function mountUpload(root, ctx) {
     if (seconds !== null && seconds > REDUCE_MAX_SEC) return { blob: file, why: `longer than ${REDUCE_MAX_SEC / 60} minutes` };
     say(`Reducing ${file.name} to audio in the browser…`, 0);
     try {
-      const blob = await reduceToOpus(file, (fraction) => say(`Reducing ${file.name} to audio in the browser…`, fraction));
+      const blob = await reduceToOpus(
+        file,
+        (fraction) => say(`Reducing ${file.name} to audio in the browser…`, fraction),
+        signal,
+      );
       if (signal.aborted) throw new DOMException("Canceled.", "AbortError");
       if (blob.size >= file.size) return { blob: file, why: "the audio would not be smaller" };
       return { blob, name: `${stem(file.name)}.opus`, reduced: true };
