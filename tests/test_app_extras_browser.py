@@ -91,6 +91,11 @@ const ctx = {
 };
 if (!location.search.includes("nohead")) ctx.apiHeaders = () => auth;
 window.upload = mountUpload(document.getElementById("upload"), ctx);
+window.statusLog = [];  // every text the upload's status line showed, in order
+new MutationObserver(() => {
+  const text = document.querySelector("#upload .v2c-status").textContent;
+  if (window.statusLog.at(-1) !== text) window.statusLog.push(text);
+}).observe(document.getElementById("upload"), { subtree: true, childList: true, characterData: true });
 window.asking = mountAsk(document.getElementById("ask"), ctx);
 window.askReady = window.asking.ready;
 </script>
@@ -302,6 +307,11 @@ async def test_a_video_is_reduced_to_ogg_opus_uploaded_and_transcribed_by_keyboa
 
     summary = await page.locator(".v2c-summary").text_content()
     assert summary.startswith("talk.mp4: 192.8 kB, reduced in the browser to ") and "Opus" in summary
+    shown = await page.evaluate("window.statusLog")
+    steps = [re.match(r"[A-Za-z]*", text).group() for text in shown]
+    assert steps == sorted(steps, key=["Reducing", "Uploading", "Transcribing", "Transcribed"].index), shown
+    assert "Transcribing: reading the video…" in shown  # the job's progress event
+    assert any(re.fullmatch(r"Uploading ([\d.]+) kB of \1 kB…", text) for text in shown)  # the XHR's events
     assert await page.get_by_role("status").last.text_content() == "Transcribed talk.mp4."
     assert HEARD <= set(await served.transcript_words(reference))
 
@@ -319,6 +329,8 @@ async def test_without_audio_encoder_the_file_is_uploaded_as_it_is(served: Serve
     assert await page.locator(".v2c-summary").text_content() == (
         "talk.mp4: 192.8 kB, uploaded as it is (this browser cannot encode Opus (WebCodecs))."
     )
+    shown = await page.evaluate("window.statusLog")
+    assert shown[0] == "Uploading 192.8 kB…" and not any(t.startswith("Reducing") for t in shown), shown
     assert HEARD <= set(await served.transcript_words(reference))
 
 
