@@ -179,10 +179,12 @@ class _Reading:
         self._stack = contextlib.AsyncExitStack()
         self._decoded: AsyncGenerator[tuple[float, float, float]] | None = None
         self._loaded: AsyncGenerator[LivePiece] | None = None
+        self._guarded: AsyncGenerator[LivePiece] | None = None
 
     async def __aenter__(self) -> AsyncIterator[LivePiece]:
         self._folder = folder = await asyncio.to_thread(tempfile.mkdtemp, prefix="vid2context-live-")
         options = list(self._options)
+        call = None
         try:
             if self._egress is not None:
                 call = await self._stack.enter_async_context(self._egress.call())
@@ -203,7 +205,10 @@ class _Reading:
             eager=True,
         )
         self._loaded = _loaded(self._decoded, folder, self._ctx)
-        return self._loaded
+        if call is None:
+            return self._loaded
+        self._guarded = _as_refusal(self._loaded, call)
+        return self._guarded
 
     async def __aexit__(self, *exc: object) -> None:
         # In a task of its own, which a caller's cancellation cannot interrupt half-way: a client
@@ -215,7 +220,7 @@ class _Reading:
 
     async def _cleanup(self) -> None:
         try:
-            for generator in (self._loaded, self._decoded):
+            for generator in (self._guarded, self._loaded, self._decoded):
                 if generator is not None:
                     with contextlib.suppress(Exception):
                         await generator.aclose()  # a decode pass still running: its group is killed
@@ -223,6 +228,19 @@ class _Reading:
         finally:
             if self._folder is not None:
                 await asyncio.to_thread(shutil.rmtree, self._folder, True)
+
+
+async def _as_refusal(pieces: AsyncGenerator[LivePiece], call: Any) -> AsyncIterator[LivePiece]:
+    """``pieces``, a failure after the proxy refused a fetch of this run (a segment or a variant
+    at a private address, mid-stream) answered as that refusal: ffmpeg only says it could not
+    read, and the class of address is what the caller can act on."""
+    try:
+        async for piece in pieces:
+            yield piece
+    except VidError as error:
+        if call.refused is None or error.code in (ErrorCode.CANCELED, ErrorCode.TIMEOUT):
+            raise
+        raise call.refused.error("The live stream (or a segment or playlist it led to)") from None
 
 
 async def _loaded(
