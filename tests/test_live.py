@@ -183,34 +183,47 @@ async def test_the_reading_stops_after_its_length_while_the_stream_goes_on(
 
 
 async def test_watch_live_sends_the_rolling_transcript_and_then_the_text(
-    runtime: Runtime, stream: LiveHls, tones: tuple[Path, list[Word]], temporary: Path
+    runtime: Runtime, tmp_path: Path, tones: tuple[Path, list[Word]], temporary: Path
 ) -> None:
+    """Given a page that shows the stream: yt-dlp finds its playlist, then the same watch. The
+    stream begins once yt-dlp has read the page (the probe waits for its first segment), so no
+    word is missed however long yt-dlp takes to start."""
     seen: list[tuple[float, float | None, str | None]] = []
 
     async def progress(value: float, total: float | None, message: str | None) -> None:
         seen.append((value, total, message))
 
-    # Through a page that shows the stream: yt-dlp finds its manifest, then the same watch.
-    page = stream.folder / "watch.html"
-    page.write_text(
+    folder = tmp_path / "hls"
+    folder.mkdir()
+    (folder / "live.m3u8").write_text("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:0\n")
+    (folder / "watch.html").write_text(
         f'<html><body><video controls><source src="live.m3u8" type="{HLS_MIME}"></video></body></html>'
     )
-    async with asyncio.timeout(HANG_GUARD_S), Client(create_mcp(runtime)) as client:
-        result = await client.call_tool(
-            "watch_live", {"url": stream.url.replace("live.m3u8", page.name), "maxMinutes": 1},
-            progress_callback=progress,
-        )  # fmt: skip
-    assert not result.is_error
-    text = result.content[0].text
-    lines = [m or "" for _, _, m in seen]
-    rolled = [w.strip(".,") for line in lines for w in line.split("] ", 1)[1].split()]
-    assert rolled == spoken(tones[1])
-    assert all(total == 60.0 for _, total, _ in seen)
-    assert [value for value, _, _ in seen] == sorted(value for value, _, _ in seen)
-    assert "stopped because the stream ended" in text.splitlines()[0]
-    assert all(line in text for line in lines)  # the final text holds every line sent as progress
-    assert "BEGIN UNTRUSTED VIDEO TEXT" in text
-    await gone(stream.url, temporary)
+    assert isinstance(runtime.live, FfmpegLive)
+    runtime.live.start_timeout_s = HANG_GUARD_S
+    with LiveHls(folder, tones[0], start=False) as stream:
+        page = stream.url.replace("live.m3u8", "watch.html")
+        async with asyncio.timeout(HANG_GUARD_S), Client(create_mcp(runtime)) as client:
+            call = asyncio.ensure_future(
+                client.call_tool("watch_live", {"url": page, "maxMinutes": 1}, progress_callback=progress)
+            )
+            while not readers_of(page) and not call.done():  # yt-dlp reads the page...
+                await asyncio.sleep(0.02)
+            while readers_of(page):  # ...and has found the playlist
+                await asyncio.sleep(0.02)
+            stream.play()
+            result = await call
+        assert not result.is_error, result.content[0].text
+        text = result.content[0].text
+        lines = [m or "" for _, _, m in seen]
+        rolled = [w.strip(".,") for line in lines for w in line.split("] ", 1)[1].split()]
+        assert rolled == spoken(tones[1])
+        assert all(total == 60.0 for _, total, _ in seen)
+        assert [value for value, _, _ in seen] == sorted(value for value, _, _ in seen)
+        assert "stopped because the stream ended" in text.splitlines()[0]
+        assert all(line in text for line in lines)  # the final text holds every line sent as progress
+        assert "BEGIN UNTRUSTED VIDEO TEXT" in text
+        await gone(stream.url, temporary)
 
 
 # --- bad input --------------------------------------------------------------------------------------
