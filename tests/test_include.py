@@ -91,6 +91,28 @@ async def test_include_on_screen_adds_the_slides_to_the_captions(runtime: Runtim
         assert "On screen" in without.text  # the reading is saved: later answers carry it
 
 
+async def test_a_section_shows_what_was_on_screen_during_it(runtime: Runtime, talk: Path) -> None:
+    """/section and get_section read the picture with include, and show only the slides of their
+    time range (the second slide starts at 0:02)."""
+    first, second = "revenue", "kickstand"  # a word of each slide that nobody says
+    async with serve(create_app(runtime, owns_runtime=False)) as http:
+        asked = {"url": str(talk), "mode": "captions", "include": "on_screen", "from": "0", "to": "1"}
+        reply = await http.get(f"{API}/section", params=asked)
+        assert reply.status_code == 200, reply.text
+        assert "On screen" in reply.text and first in _words(reply.text) and second not in _words(reply.text)
+        bad = await http.get(f"{API}/section", params={**asked, "include": "slides"})
+        assert bad.status_code == 400 and "include=on_screen" in bad.json()["error"]["hint"]
+    async with Client(create_mcp(runtime)) as mcp:
+        later = await mcp.call_tool(
+            "get_section", {"url": str(talk), "mode": "captions", "from": "2", "include": ["on_screen"]}
+        )
+        refused = await mcp.call_tool("get_section", {"url": str(talk), "from": "2", "include": ["x"]})
+    text = "\n".join(block.text for block in later.content)
+    assert not later.is_error, text
+    assert second in _words(text) and first not in _words(text), text
+    assert refused.is_error and json.loads(refused.content[0].text)["error"] == "bad-request"
+
+
 async def test_mcp_get_transcript_takes_include(runtime: Runtime, talk: Path) -> None:
     async with Client(create_mcp(runtime)) as mcp:
         result = await mcp.call_tool(

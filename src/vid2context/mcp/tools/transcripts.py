@@ -247,11 +247,12 @@ def tools(deps: Deps) -> list[ContractTool]:
         language: Language = None,
         max_tokens: MaxTokens = None,
         cursor: Cursor = None,
+        include: Include = None,
     ) -> Reply:
         """One part of a transcript: a chapter (chapter=<index from get_outline> or part of its title)
         or any time range (from and/or to: 90, 1:30, 1:02:05 or 1h2m5s). Text format: one [m:ss]
         line per segment (timestamps=false: paragraphs) under a one-line header with the part
-        covered and the link for any moment.
+        covered and the link for any moment; include=["on_screen"]: and what the picture showed then.
 
         Costs what get_outline states: about {section_per_5min} tokens per five minutes of speech plus {section_base}.
         A section longer than the page size comes in pages as get_transcript's do ([Partial
@@ -262,6 +263,7 @@ def tools(deps: Deps) -> list[ContractTool]:
         checked_mode, lang, budget = check_mode(mode), check_language(language), check_budget(max_tokens)
         if cursor is not None:
             parse_cursor(cursor, 1 << 40)  # only the form, before any fetch
+        layers = sorted(parse_include(include))
         options = RenderOptions(timestamps=timestamps, asked=lang)
         if chapter is None and from_ is None and to is None:
             raise VidError(
@@ -280,17 +282,20 @@ def tools(deps: Deps) -> list[ContractTool]:
             "language": lang,
             "maxTokens": budget,
             "cursor": cursor,
+            "include": layers or None,
         }
         given = {
             "url": url,
             **_given(**{"from": from_, "to": to, "chapter": chapter}),
             **_given(format=formatter.id, timestamps=timestamps, mode=checked_mode, language=lang),
-            **_given(maxTokens=budget),
+            **_given(maxTokens=budget, include=layers or None),
         }
         size = page_size(runtime, budget)
 
         async def work(run: Run) -> Reply:
-            context = await get_context(runtime, url, mode=checked_mode, lang=lang, ctx=run.ctx())
+            context = await get_context(
+                runtime, url, mode=checked_mode, lang=lang, ctx=run.ctx(), on_screen="on_screen" in layers
+            )
             section = get_section(context, chapter=chapter, from_=from_, to=to)
             call = ("get_section", given)
             reading = Reading(
