@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from vid2context.api import create_app
-from vid2context.models import Segment, Transcript, VideoContext, VideoMetadata, VisualItem
+from vid2context.models import VideoContext, VisualItem
 from vid2context.runtime import Runtime, build_local_runtime
 from vid2context.search.embedders.fastembed_local import FastEmbedder
 from vid2context.search.embedders.rungs import ordered
@@ -25,30 +26,18 @@ from vid2context.storage.common import ON_SCREEN_IDX
 
 from .runtimes import ON_EVERY_RUNTIME, Runtimes, serve
 from .slides import SLIDES, draw_deck
+from .test_visual import _talk_with_slides
 
 pytestmark = pytest.mark.anyio
 
 API = "/api/v1"
-SPOKEN = (
-    "welcome everyone to the review of this electric bike",
-    "the battery matters more than the mileage figure on the box",
-    "charging takes about four hours from a normal wall socket",
-)
 
 
-def talk_with_slides(native: str = "SlidesTalk1") -> VideoContext:
-    return VideoContext(
-        id=f"youtube:{native}",
-        metadata=VideoMetadata(id=native, platform="youtube", title="Bike review", duration_sec=30.0),
-        transcript=Transcript(
-            language="en",
-            origin="captions-manual",
-            timing="caption",
-            producer="test",
-            segments=[
-                Segment(start_sec=i * 10.0, end_sec=i * 10.0 + 9, text=t) for i, t in enumerate(SPOKEN)
-            ],
-        ),
+def talk_with_slides() -> VideoContext:
+    """``test_visual``'s talk (two spoken segments, a slide at 0:02) with two stretches more: one
+    with nothing read, and a slide that nobody speaks of."""
+    return msgspec.structs.replace(
+        _talk_with_slides(),
         visual=[
             VisualItem(start_sec=2.0, end_sec=9.0, kind="on_screen_text", text="Kickstand tilts\nbackwards"),
             VisualItem(start_sec=9.0, end_sec=12.0, kind="on_screen_text", text="   \n"),  # nothing read
