@@ -43,6 +43,7 @@ LOCAL_ONLY = frozenset(
         "storage/sqlite_vec_bits",
         "exports/obsidian",
         "live/ffmpeg_live",
+        "live/pages",
         "exports/notion_sdk",
         "site_files",
         "visual/frames",

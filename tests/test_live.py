@@ -27,6 +27,7 @@ from vid2context.live import read_manifest
 from vid2context.live.ffmpeg_live import FfmpegLive
 from vid2context.mcp import create_mcp
 from vid2context.providers.audio_local import FfmpegPrep
+from vid2context.providers.ytdlp import YtDlpProvider
 from vid2context.runtime import Runtime, build_runtime
 from vid2context.settings import load_settings
 
@@ -39,6 +40,7 @@ from .test_stt_ladder import openai_env
 pytestmark = pytest.mark.anyio
 
 API = "/api/v1/live"
+HLS_MIME = "application/x-mpegURL"
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +69,8 @@ async def runtime(fake: FakeWhisper) -> AsyncIterator[Runtime]:
     adds them; a short start limit, for the stream that never starts."""
     built = build_runtime(load_settings(openai_env(fake)), http=httpx.AsyncClient())
     built.stt_plan.prep = FfmpegPrep()
-    built.live = FfmpegLive(built.http, start_timeout_s=1.0, poll_s=0.2)
+    pages = YtDlpProvider(platforms=("web",))  # live pages, as build_local_runtime gives it
+    built.live = FfmpegLive(built.http, pages=pages, start_timeout_s=1.0, poll_s=0.2)
     yield built
     await built.aclose()
 
@@ -180,28 +183,47 @@ async def test_the_reading_stops_after_its_length_while_the_stream_goes_on(
 
 
 async def test_watch_live_sends_the_rolling_transcript_and_then_the_text(
-    runtime: Runtime, stream: LiveHls, tones: tuple[Path, list[Word]], temporary: Path
+    runtime: Runtime, tmp_path: Path, tones: tuple[Path, list[Word]], temporary: Path
 ) -> None:
+    """Given a page that shows the stream: yt-dlp finds its playlist, then the same watch. The
+    stream begins once yt-dlp has read the page (the probe waits for its first segment), so no
+    word is missed however long yt-dlp takes to start."""
     seen: list[tuple[float, float | None, str | None]] = []
 
     async def progress(value: float, total: float | None, message: str | None) -> None:
         seen.append((value, total, message))
 
-    async with asyncio.timeout(HANG_GUARD_S), Client(create_mcp(runtime)) as client:
-        result = await client.call_tool(
-            "watch_live", {"url": stream.url, "maxMinutes": 1}, progress_callback=progress
-        )
-    assert not result.is_error
-    text = result.content[0].text
-    lines = [m or "" for _, _, m in seen]
-    rolled = [w.strip(".,") for line in lines for w in line.split("] ", 1)[1].split()]
-    assert rolled == spoken(tones[1])
-    assert all(total == 60.0 for _, total, _ in seen)
-    assert [value for value, _, _ in seen] == sorted(value for value, _, _ in seen)
-    assert "stopped because the stream ended" in text.splitlines()[0]
-    assert all(line in text for line in lines)  # the final text holds every line sent as progress
-    assert "BEGIN UNTRUSTED VIDEO TEXT" in text
-    await gone(stream.url, temporary)
+    folder = tmp_path / "hls"
+    folder.mkdir()
+    (folder / "live.m3u8").write_text("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:0\n")
+    (folder / "watch.html").write_text(
+        f'<html><body><video controls><source src="live.m3u8" type="{HLS_MIME}"></video></body></html>'
+    )
+    assert isinstance(runtime.live, FfmpegLive)
+    runtime.live.start_timeout_s = HANG_GUARD_S
+    with LiveHls(folder, tones[0], start=False) as stream:
+        page = stream.url.replace("live.m3u8", "watch.html")
+        async with asyncio.timeout(HANG_GUARD_S), Client(create_mcp(runtime)) as client:
+            call = asyncio.ensure_future(
+                client.call_tool("watch_live", {"url": page, "maxMinutes": 1}, progress_callback=progress)
+            )
+            while not readers_of(page) and not call.done():  # yt-dlp reads the page...
+                await asyncio.sleep(0.02)
+            while readers_of(page):  # ...and has found the playlist
+                await asyncio.sleep(0.02)
+            stream.play()
+            result = await call
+        assert not result.is_error, result.content[0].text
+        text = result.content[0].text
+        lines = [m or "" for _, _, m in seen]
+        rolled = [w.strip(".,") for line in lines for w in line.split("] ", 1)[1].split()]
+        assert rolled == spoken(tones[1])
+        assert all(total == 60.0 for _, total, _ in seen)
+        assert [value for value, _, _ in seen] == sorted(value for value, _, _ in seen)
+        assert "stopped because the stream ended" in text.splitlines()[0]
+        assert all(line in text for line in lines)  # the final text holds every line sent as progress
+        assert "BEGIN UNTRUSTED VIDEO TEXT" in text
+        await gone(stream.url, temporary)
 
 
 # --- bad input --------------------------------------------------------------------------------------
@@ -270,8 +292,8 @@ async def test_requests_that_are_not_a_live_stream(runtime: Runtime, site: LiveH
         no_url = await http.get(API)
     assert_error(vod, 400, "unsupported-input", "/api/v1/transcript")
     assert_error(never, 504, "timeout")
-    assert_error(page, 400, "unsupported-input", ".m3u8")
-    assert_error(big, 400, "unsupported-input", ".m3u8")
+    assert_error(page, 400, "unsupported-input", ".m3u8")  # yt-dlp found no stream on it
+    assert_error(big, 400, "unsupported-input", ".m3u8")  # a media file: a video, not live
     assert_error(missing, 404, "not-found")
     assert_error(youtube, 400, "unsupported-input")
     assert_error(no_url, 400, "bad-request")

@@ -217,6 +217,7 @@ async def test_every_tool_is_declared_with_descriptions_annotations_and_costs(cl
         "cursor",
         "translate",
         "speakers",
+        "include",
     }
     assert {"from", "to", "chapter"} <= set(listed["get_section"].input_schema["properties"])
     assert "vaultPath" in listed["export_obsidian"].input_schema["required"]

@@ -42,7 +42,7 @@ from .formats.blocks import (
     split_by_starts,
     transcript_tokens,
 )
-from .models import Base, Chapter, Origin, Segment, VideoContext, VideoMetadata
+from .models import Base, Chapter, Origin, Segment, VideoContext, VideoMetadata, VisualItem
 from .timecode import format_timestamp, parse_time
 from .tokens import estimate_tokens
 
@@ -366,7 +366,7 @@ def _range(context: VideoContext, from_: str | float | None, to: str | float | N
     return _section(context, title, start, end, selected, None)
 
 
-def _overlaps(seg: Segment, start: float, end: float) -> bool:
+def _overlaps(seg: Segment | VisualItem, start: float, end: float) -> bool:
     seg_start, seg_end = seg.start_sec, max(seg.start_sec, seg.end_sec)
     if seg_end == seg_start:
         return start <= seg_start < end or start == end == seg_start
@@ -394,6 +394,8 @@ def _section(
         part = msgspec.structs.replace(
             part, transcript=msgspec.structs.replace(transcript, segments=segments)
         )
+    if context.visual:  # what was on screen during the section, not the whole video's
+        part = msgspec.structs.replace(part, visual=[i for i in context.visual if _overlaps(i, start, end)])
     return Section(
         title=title,
         start_sec=start,

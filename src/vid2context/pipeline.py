@@ -210,14 +210,22 @@ def labelling_rungs(runtime: Runtime) -> list[SpeechToText]:
 
 
 def _cache_fits(
-    runtime: Runtime, context: VideoContext, mode: Mode, lang: str | None, speakers: bool | None = None
+    runtime: Runtime,
+    context: VideoContext,
+    mode: Mode,
+    lang: str | None,
+    speakers: bool | None = None,
+    on_screen: bool = False,
 ) -> bool:
     """Whether a saved context answers this request without a new fetch: a transcript in ``lang``,
     or the best track saved for the same missing ``lang`` before. ``mode=stt`` with
-    ``speakers=True`` wants a transcript a labelling rung made, when one is set up to make it."""
+    ``speakers=True`` wants a transcript a labelling rung made, when one is set up to make it;
+    ``on_screen`` (``include``) wants the picture read as well."""
     transcript = context.transcript
     if mode == "video":
         return context.visual is not None
+    if on_screen and context.visual is None:
+        return False
     if transcript is None:
         return False
     if mode == "stt" and transcript.origin != "asr":
@@ -264,11 +272,14 @@ async def get_context(
     refresh: bool = False,
     ctx: Ctx | None = None,
     speakers: bool | None = None,
+    on_screen: bool = False,
 ) -> VideoContext:
     """The video's metadata and transcript, from the library when it has them.
 
     ``speakers=True`` prefers the speech-to-text rungs that label speakers (module docstring);
     the labels in the answer are chosen afterwards, by ``speakers.with_speakers``.
+    ``on_screen=True`` (``include=on_screen``) reads the picture beside the transcript ``mode``
+    asks for, as ``mode=video`` does (``visual.layer``).
 
     Raises ``VidError``: ``unsupported-input``/``bad-request`` for the input, the provider's code
     when one rung was tried, ``all-rungs-failed`` when several failed differently.
@@ -284,7 +295,7 @@ async def get_context(
         )
     if not refresh:
         cached = await runtime.storage.get_context(ref.id)
-        if cached is not None and _cache_fits(runtime, cached, checked_mode, lang, speakers):
+        if cached is not None and _cache_fits(runtime, cached, checked_mode, lang, speakers, on_screen):
             hit = Attempt(id=runtime.storage.id, stage="cache", outcome="ok", ms=0)
             return VideoContext(
                 id=cached.id,
@@ -297,12 +308,13 @@ async def get_context(
                 visual=cached.visual,
                 visual_note=cached.visual_note,
             )
-    if checked_mode == "video":
+    picture = on_screen or checked_mode == "video"
+    if picture:
         check_readable(runtime, ref)  # a saved reading is served anywhere; a new one needs a rung
     if ctx.meter is not None:
         await ctx.meter.video_read()  # hosted mode: a read from the platform counts; 429 when over
     labels = speakers is True
-    key = (ref.id, checked_mode, (lang or "").lower(), refresh, labels)
+    key = (ref.id, checked_mode, (lang or "").lower(), refresh, labels, picture)
     # The shared run gets a context of its own: its own deadline and abort signal, so the first
     # caller's disconnect or shorter deadline does not fail the others waiting on it.
     shared = Ctx(
@@ -314,7 +326,7 @@ async def get_context(
     try:
         return await runtime.flights.run(
             key,
-            lambda: _build_context(runtime, ref, checked_mode, lang, shared, labels),
+            lambda: _build_context(runtime, ref, checked_mode, lang, shared, labels, picture),
             wait=ctx.remaining,
             hand_off=runtime.hand_off,  # on the Worker: the run goes on (and is saved) past a timeout
         )
@@ -327,7 +339,13 @@ async def get_context(
 
 
 async def _build_context(
-    runtime: Runtime, ref: VideoRef, mode: Mode, lang: str | None, ctx: Ctx, labels: bool = False
+    runtime: Runtime,
+    ref: VideoRef,
+    mode: Mode,
+    lang: str | None,
+    ctx: Ctx,
+    labels: bool = False,
+    picture: bool = False,
 ) -> VideoContext:
     attempts: list[Attempt] = []
     providers = _providers_for(runtime, ref)
@@ -338,6 +356,9 @@ async def _build_context(
     if mode == "video":
         visual, visual_note = await read_visual(runtime, ref, ctx, attempts)
         transcript = await _transcript_beside_picture(runtime, ref, providers, lang, ctx, attempts)
+    elif picture:  # include=on_screen: the transcript this mode asks for, then the picture
+        transcript = await _transcript(runtime, ref, providers, mode, lang, ctx, attempts, labels)
+        visual, visual_note = await read_visual(runtime, ref, ctx, attempts)
     else:
         transcript = await _transcript(runtime, ref, providers, mode, lang, ctx, attempts, labels)
         kept = await runtime.storage.get_context(ref.id) if ref.platform != "upload" else None

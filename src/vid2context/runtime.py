@@ -263,8 +263,10 @@ def build_local_runtime(
     _add_local_embed(runtime)
     _add_local_sources(runtime, egress)
     from .live.ffmpeg_live import FfmpegLive
+    from .providers.ytdlp import YtDlpProvider
 
-    runtime.live = FfmpegLive(runtime.http, egress=egress)
+    pages = next((p for p in runtime.sources if isinstance(p, YtDlpProvider)), None)
+    runtime.live = FfmpegLive(runtime.http, egress=egress, pages=pages)
     return runtime
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "BODY_ERRORS",
     "MAX_LANG_CHARS",
     "FormatQuery",
+    "IncludeQuery",
     "LangQuery",
     "LimitQuery",
     "ModeQuery",
@@ -66,6 +67,13 @@ T = TypeVar("T")
 UrlQuery = Annotated[
     str | None,
     QueryParameter(description="A video URL, a YouTube id, upload:<sha256> or another input; URL-encoded."),
+]
+IncludeQuery = Annotated[
+    str | None,
+    QueryParameter(
+        description="Layers beside the transcript, comma-separated: on_screen reads the picture (slides, "
+        "code, text on screen) into visual as mode=video does, whatever the mode (local runtime)."
+    ),
 ]
 ModeQuery = Annotated[str | None, QueryParameter(description="auto (default), captions, stt or video.")]
 LangQuery = Annotated[

@@ -14,12 +14,14 @@ from litestar.params import QueryParameter
 
 from ..errors import ErrorCode, VidError
 from ..formats import RenderOptions, render_view
+from ..includes import parse_include
 from ..outline import ApiOutline, get_section, outline_for_api, text_costs
 from ..pipeline import get_context
 from ..timecode import format_timestamp, parse_time
 from .middleware import request_ctx
 from .params import (
     FormatQuery,
+    IncludeQuery,
     LangQuery,
     ModeQuery,
     RefreshQuery,
@@ -82,8 +84,10 @@ async def section(
     timestamps: TimestampsQuery = None,
     mode: ModeQuery = None,
     lang: LangQuery = None,
+    include: IncludeQuery = None,
 ) -> Response[str]:
-    """One chapter (index or title) or time range, rendered by the chosen formatter.
+    """One chapter (index or title) or time range, rendered by the chosen formatter (with
+    ``include=on_screen`` or a saved reading: what was on screen during it).
 
     In ``text`` the body follows the header and a ``Section "title": m:ss to m:ss`` line, as
     ``vid2context get --chapter`` prints it.
@@ -118,10 +122,12 @@ async def section(
         )
     formatter = parse_format(format)
     checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
+    on_screen = "on_screen" in parse_include(include)
     options = RenderOptions(timestamps=parse_bool("timestamps", timestamps), asked=checked_lang)
     runtime = runtime_of(request)
+    ctx = request_ctx(request, runtime)
     found = await get_context(
-        runtime, source, mode=checked_mode, lang=checked_lang, ctx=request_ctx(request, runtime)
+        runtime, source, mode=checked_mode, lang=checked_lang, ctx=ctx, on_screen=on_screen
     )
     part = get_section(found, chapter=chosen, from_=start_sec, to=end_sec)
     text = render_view(part.context, formatter, options, section_line=part.section_line())

@@ -24,6 +24,7 @@ from litestar.params import QueryParameter
 from ..answers.translate import translate_context
 from ..errors import ErrorCode, VidError
 from ..formats import FORMATTERS, RenderOptions, render_view
+from ..includes import parse_include
 from ..integrations.skips import find_skips, parse_skip, video_id_of, without_skips
 from ..integrations.sponsorblock import ATTRIBUTION
 from ..models import Base, Comment, VideoContext, VideoMetadata, VideoRef
@@ -32,6 +33,7 @@ from ..speakers import noted, with_speakers
 from .middleware import request_ctx
 from .params import (
     FormatQuery,
+    IncludeQuery,
     LangQuery,
     LimitQuery,
     ModeQuery,
@@ -131,14 +133,19 @@ async def context(
     mode: ModeQuery = None,
     lang: LangQuery = None,
     refresh: RefreshQuery = None,
+    include: IncludeQuery = None,
 ) -> Response[VideoContext]:
-    """The full ``VideoContext``: metadata, timed transcript and attempts."""
+    """The full ``VideoContext``: metadata, timed transcript and attempts (``include=on_screen``:
+    and ``visual``, the picture read beside the transcript ``mode`` gives)."""
     source = require_url(url)
     checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
     again = parse_bool("refresh", refresh)
+    on_screen = "on_screen" in parse_include(include)
     runtime = runtime_of(request)
     ctx = request_ctx(request, runtime)
-    found = await get_context(runtime, source, mode=checked_mode, lang=checked_lang, refresh=again, ctx=ctx)
+    found = await get_context(
+        runtime, source, mode=checked_mode, lang=checked_lang, refresh=again, ctx=ctx, on_screen=on_screen
+    )
     body = _ENCODER.encode(found)
     etag = etag_of(body)
     if (unchanged := not_modified(request.headers.get("if-none-match"), etag)) is not None:
@@ -185,6 +192,7 @@ async def transcript(
             "were found."
         ),
     ] = None,
+    include: IncludeQuery = None,
 ) -> Response[str]:
     """The transcript rendered by the chosen formatter, with its MIME type as ``Content-Type``.
 
@@ -200,6 +208,7 @@ async def transcript(
         video_id_of(runtime_of(request), source)  # a YouTube video, before anything is fetched
     llm = parse_bool("translate", translate)
     labels = parse_optional_bool("speakers", speakers)
+    on_screen = "on_screen" in parse_include(include)
     if llm and checked_lang is None:
         raise VidError(
             ErrorCode.BAD_REQUEST,
@@ -213,12 +222,14 @@ async def transcript(
     cache: RenderedCache | None = None if llm or skipped is not None else request.app.state.rendered
     # The input as given: reading it is pure (same text, same settings, same video), so a hit
     # need not parse it again; another spelling of the same video is an entry of its own.
-    key = (source, formatter.id, options.timestamps, checked_mode, checked_lang, labels)
+    key = (source, formatter.id, options.timestamps, checked_mode, checked_lang, labels, on_screen)
     version = await cache.version() if cache is not None else None  # before anything is read
     if cache is not None and (kept := cache.get(key, version)) is not None:
         return rendered_response(kept, if_none_match)  # type: ignore[return-value]
     ctx = request_ctx(request, runtime)
-    found = await get_context(runtime, source, mode=checked_mode, lang=checked_lang, ctx=ctx, speakers=labels)
+    found = await get_context(
+        runtime, source, mode=checked_mode, lang=checked_lang, ctx=ctx, speakers=labels, on_screen=on_screen
+    )
     if checked_lang is not None:
         found = await translate_context(runtime, found, checked_lang, llm=llm, ctx=ctx)
     if skipped is not None:

@@ -2,7 +2,7 @@
 
 ``prepare_live`` checks everything a caller can get wrong before anything is streamed (the
 ``maxMinutes`` bounds, the input, public mode, a runtime that can read streams, a speech-to-text
-rung, a manifest that is live and has begun), so those are answered with the standard error body
+rung, a manifest that is live and has begun, the stream behind a live page), so those are answered with the standard error body
 and status. ``live_events`` then reads the stream through ``runtime.live`` (a ``LiveSource``: ffmpeg
 on the local runtime, none on the Worker), sends each piece through the speech-to-text ladder
 (``pipeline.transcribe``, the same rungs as a video's audio) and yields:
@@ -75,8 +75,9 @@ class LivePiece:
 class LiveSource(Protocol):
     """Reads a live stream's audio as it arrives (``live/ffmpeg_live.py`` locally)."""
 
-    async def probe(self, url: str, ctx: Ctx) -> str:
-        """The media address to read once ``url`` is known to be a live stream that has begun.
+    async def probe(self, url: str, ctx: Ctx, *, page: bool = False) -> str:
+        """The media address to read once ``url`` is known to be a live stream that has begun;
+        ``page``: ``url`` is a video page (YouTube), whose stream is found first (``live.pages``).
 
         Raises ``unsupported-input`` for a manifest that is not live (video on demand) or not a
         manifest at all, ``not-found``/``upstream`` when it cannot be fetched, ``timeout`` when the
@@ -128,15 +129,20 @@ def _not_here() -> VidError:
     )
 
 
-def _stream_url(runtime: Runtime, url: str) -> str:
+def _stream_url(runtime: Runtime, url: str) -> tuple[str, bool]:
+    """The address to read, and whether it is a video page (YouTube) rather than a web address
+    (a manifest, or a page the source reads for its stream)."""
     ref = parse_input(url, public=runtime.settings.public)
+    if ref.platform == "youtube" and ref.kind == "video":
+        return ref.url or f"https://www.youtube.com/watch?v={ref.native_id}", True
     if ref.platform != "web" or not (ref.url or "").lower().startswith(("http://", "https://")):
         raise VidError(
             ErrorCode.UNSUPPORTED_INPUT,
-            "A live stream is read from its HLS (.m3u8) or DASH (.mpd) address, and this is not one.",
-            hint="Give the stream's http(s) address of its .m3u8 or .mpd manifest.",
+            "A live stream is read from its HLS (.m3u8) or DASH (.mpd) address or its live page, and this "
+            "is neither.",
+            hint="Give the stream's http(s) address: its .m3u8 or .mpd manifest, or its live page.",
         )
-    return ref.url or url
+    return ref.url or url, False
 
 
 async def prepare_live(
@@ -144,12 +150,12 @@ async def prepare_live(
 ) -> LiveWatch:
     """Everything checked before the first event; raises the request's ``VidError``."""
     minutes = check_minutes(max_minutes)
-    stream = _stream_url(runtime, url)
+    stream, page = _stream_url(runtime, url)
     if runtime.live is None:
         raise _not_here()
     if not any(rung.enabled for rung in runtime.stt):
         raise no_stt_rung([])
-    media = await runtime.live.probe(stream, ctx)
+    media = await runtime.live.probe(stream, ctx, page=page)
     return LiveWatch(url=stream, media=media, max_minutes=minutes, lang=lang)
 
 

@@ -2,7 +2,9 @@
 
 Local only (``LOCAL_ONLY``): a subprocess and a temporary folder.
 
-``probe`` fetches the manifest (``playlists.read_manifest``): an HLS master playlist is followed
+``probe`` fetches the manifest (``playlists.read_manifest``); a page (a YouTube URL, or an HTML
+answer) is read by yt-dlp for its live stream's manifest first (``pages``), which is
+then checked as if it had been given. An HLS master playlist is followed
 to its first variant, a finished playlist (video on demand) or a dynamic-less MPD is refused with
 a hint to read it as a video, and a live playlist with no segment yet is fetched again every
 ``poll_s`` until one appears or ``start_timeout_s`` passes.
@@ -16,7 +18,8 @@ or when the stream ends (``#EXT-X-ENDLIST``, or ``HOLD_RELOADS`` reloads without
 leaving the ``async with`` (a client gone, a failure) stops its process group and removes the
 folder.
 
-Public mode: the URL and the variant are checked by ``egress`` before anything is fetched, the
+Public mode: the URL, the manifest a page led to and the variant are checked by ``egress`` before
+anything is fetched (yt-dlp reads the page through the same filtering proxy), the
 manifest is read through its guarded client, and ffmpeg fetches through its filtering proxy
 (``-http_proxy``), with only the network protocols and stream demuxers allowed.
 """
@@ -39,6 +42,7 @@ from ..errors import ErrorCode, VidError, per_surface
 from ..providers.audio_local import FfmpegPrep, decode_pieces
 from ..providers.speech import AudioInput
 from .core import LivePiece
+from .pages import PageReader, not_a_stream, resolve_page
 from .playlists import Manifest, read_manifest
 
 __all__ = ["HOLD_RELOADS", "FfmpegLive"]
@@ -59,27 +63,32 @@ class FfmpegLive:
         http: httpx.AsyncClient,
         *,
         egress: Any = None,
+        pages: PageReader | None = None,
         start_timeout_s: float = 30.0,
         poll_s: float = 1.0,
     ) -> None:
         self._http = http
         self._egress = egress
+        self._pages = pages
         self.start_timeout_s = start_timeout_s
         self.poll_s = poll_s
         self._kinds: dict[str, str] = {}
 
-    async def probe(self, url: str, ctx: Ctx) -> str:
+    async def probe(self, url: str, ctx: Ctx, *, page: bool = False) -> str:
         client = self._egress.client() if self._egress is not None else self._http
         try:
-            manifest = await self._manifest(client, url, ctx)
+            manifest = None if page else await self._manifest(client, url, ctx)
+            if manifest is None or (manifest.kind == "page" and self._pages is not None):
+                url = await resolve_page(self._pages, url, ctx)
+                manifest = await self._manifest(client, url, ctx)
             media = url
             if manifest.kind == "hls-master":
                 if manifest.variant is None:
-                    raise _not_stream()
+                    raise not_a_stream()
                 media = manifest.variant
                 manifest = await self._manifest(client, media, ctx)
-            if manifest.kind == "other" or manifest.kind == "hls-master":
-                raise _not_stream()
+            if manifest.kind in ("other", "page", "hls-master"):
+                raise not_a_stream()
             if not manifest.live:
                 raise _not_live()
             waited = 0.0
@@ -130,7 +139,10 @@ class FfmpegLive:
                 f"The stream's server refused the manifest (HTTP {response.status_code}).",
                 hint="Tell the user the stream's server refused it; do not retry.",
             )
-        return read_manifest(body[:MANIFEST_BYTES].decode("utf-8", "replace"), str(response.url))
+        manifest = read_manifest(body[:MANIFEST_BYTES].decode("utf-8", "replace"), str(response.url))
+        if manifest.kind == "other" and "html" in response.headers.get("content-type", "").lower():
+            return Manifest(kind="page")
+        return manifest
 
     def pieces(
         self, media: str, ctx: Ctx, *, length_sec: float, piece_sec: float
@@ -167,10 +179,12 @@ class _Reading:
         self._stack = contextlib.AsyncExitStack()
         self._decoded: AsyncGenerator[tuple[float, float, float]] | None = None
         self._loaded: AsyncGenerator[LivePiece] | None = None
+        self._guarded: AsyncGenerator[LivePiece] | None = None
 
     async def __aenter__(self) -> AsyncIterator[LivePiece]:
         self._folder = folder = await asyncio.to_thread(tempfile.mkdtemp, prefix="vid2context-live-")
         options = list(self._options)
+        call = None
         try:
             if self._egress is not None:
                 call = await self._stack.enter_async_context(self._egress.call())
@@ -191,7 +205,10 @@ class _Reading:
             eager=True,
         )
         self._loaded = _loaded(self._decoded, folder, self._ctx)
-        return self._loaded
+        if call is None:
+            return self._loaded
+        self._guarded = _as_refusal(self._loaded, call)
+        return self._guarded
 
     async def __aexit__(self, *exc: object) -> None:
         # In a task of its own, which a caller's cancellation cannot interrupt half-way: a client
@@ -203,7 +220,7 @@ class _Reading:
 
     async def _cleanup(self) -> None:
         try:
-            for generator in (self._loaded, self._decoded):
+            for generator in (self._guarded, self._loaded, self._decoded):
                 if generator is not None:
                     with contextlib.suppress(Exception):
                         await generator.aclose()  # a decode pass still running: its group is killed
@@ -211,6 +228,19 @@ class _Reading:
         finally:
             if self._folder is not None:
                 await asyncio.to_thread(shutil.rmtree, self._folder, True)
+
+
+async def _as_refusal(pieces: AsyncGenerator[LivePiece], call: Any) -> AsyncIterator[LivePiece]:
+    """``pieces``, a failure after the proxy refused a fetch of this run (a segment or a variant
+    at a private address, mid-stream) answered as that refusal: ffmpeg only says it could not
+    read, and the class of address is what the caller can act on."""
+    try:
+        async for piece in pieces:
+            yield piece
+    except VidError as error:
+        if call.refused is None or error.code in (ErrorCode.CANCELED, ErrorCode.TIMEOUT):
+            raise
+        raise call.refused.error("The live stream (or a segment or playlist it led to)") from None
 
 
 async def _loaded(
@@ -228,19 +258,6 @@ async def _loaded(
         )
         yield LivePiece(index=index, start_sec=start, end_sec=end, audio=await prep.load(chunk, ctx))
         index += 1
-
-
-def _not_stream() -> VidError:
-    return VidError(
-        ErrorCode.UNSUPPORTED_INPUT,
-        "The address is not an HLS playlist or DASH manifest of a stream.",
-        hint=per_surface(
-            rest="Give the stream's .m3u8 or .mpd address; for a video, read its transcript instead (GET "
-            "/api/v1/transcript?url=...).",
-            mcp="Give the stream's .m3u8 or .mpd address; for a video, read its transcript instead "
-            "(get_transcript).",
-        ),
-    )
 
 
 def _not_live() -> VidError:

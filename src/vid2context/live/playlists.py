@@ -15,7 +15,9 @@ from urllib.parse import urljoin
 
 __all__ = ["Manifest", "read_manifest"]
 
-Kind = Literal["hls-master", "hls-media", "dash", "other"]
+Kind = Literal["hls-master", "hls-media", "dash", "page", "other"]
+"""``page``: an HTML answer (set by the fetcher, which sees the ``Content-Type``), whose stream a
+page reader may find; ``other``: anything else that is no manifest (a media file)."""
 
 _MPD_TYPE = re.compile(r"<MPD\b[^>]*\btype\s*=\s*[\"']([a-z]+)[\"']", re.IGNORECASE | re.DOTALL)
 

@@ -20,6 +20,7 @@ __all__ = [
     "CollectionId",
     "Cursor",
     "Format",
+    "Include",
     "From",
     "Language",
     "MaxTokens",
@@ -83,6 +84,13 @@ Mode = Annotated[
     str,
     Field(
         description="auto (captions, else speech-to-text), or only captions, stt (speech-to-text) or video."
+    ),
+]
+Include = Annotated[
+    list[str] | None,
+    Field(
+        description='["on_screen"] also reads the picture (slides, code, text on screen) as mode=video '
+        "does, whatever the mode: an On screen section with [m:ss] (local server only)."
     ),
 ]
 Language = Annotated[

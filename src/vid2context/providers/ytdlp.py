@@ -341,6 +341,11 @@ class YtDlpProvider:
     async def metadata(self, ref: VideoRef, ctx: Ctx) -> VideoMetadata:
         return _metadata(ref, await self._info(ref, ctx))
 
+    async def page_info(self, ref: VideoRef, ctx: Ctx) -> dict[str, Any]:
+        """yt-dlp's ``-J`` answer for one video's page, as the other calls read it (a live page's
+        stream: ``live.pages``); ``bad-request`` for a list."""
+        return self._single(ref, await self._info(ref, ctx))
+
     async def caption_tracks(self, ref: VideoRef, ctx: Ctx) -> list[CaptionTrack]:
         return _Tracks(self._single(ref, await self._info(ref, ctx))).tracks
 

@@ -53,12 +53,14 @@ from ..models import (
     VideoSummary,
 )
 from ..runtime import Runtime
+from ..storage.common import ON_SCREEN_IDX, on_screen_passage
 from . import passages
 from .embedders.ladder import embed_texts
 from .indexing import choose_space, coverage
 from .query import parse_query
 from .rerankers import rerank_texts
 from .vectors import VectorHit
+from .windows import is_on_screen
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -311,19 +313,19 @@ def fuse(keyword: Sequence[SearchHit], vector: Sequence[VectorHit]) -> list[_Ent
         entries.append(entry)
         windows.setdefault(window.video_id, []).append(entry)
     for rank, hit in enumerate(keyword, 1):
-        # Vector windows are spoken words: on-screen text at the same time is a passage of its own.
-        inside = (
-            None
-            if hit.kind == "on_screen"
-            else next(
-                (
-                    e
-                    for e in windows.get(hit.video_id, [])
-                    if e.window is not None
-                    and e.window.start_sec - _EPSILON <= hit.start_sec <= e.window.end_sec + _EPSILON
-                ),
-                None,
-            )
+        # Spoken words and on-screen text at the same time are passages of their own: a transcript
+        # segment joins the speech window it falls in, a stretch of on-screen text its own window.
+        shown = hit.kind == "on_screen"
+        inside = next(
+            (
+                e
+                for e in windows.get(hit.video_id, [])
+                if e.window is not None
+                and is_on_screen(e.window) == shown
+                and e.window.start_sec - _EPSILON <= hit.start_sec <= e.window.end_sec + _EPSILON
+                and (not shown or abs(e.window.start_sec - hit.start_sec) <= _EPSILON)
+            ),
+            None,
         )
         if inside is None:
             entries.append(_Entry(hit.video_id, keyword=hit, keyword_rank=rank))
@@ -472,7 +474,8 @@ async def _materialize(
             found = await asyncio.gather(*(runtime.storage.get_context(video_id) for video_id in ahead))
             contexts.update(zip(ahead, found, strict=True))
         context = contexts[entry.video_id]
-        if context is None or (context.transcript is None and entry.keyword is None):
+        readable = entry.keyword is not None or (entry.window is not None and is_on_screen(entry.window))
+        if context is None or (context.transcript is None and not readable):
             continue  # deleted since it was found (an on-screen hit needs no transcript)
         hit = cite(context, entry, checked.words)
         if hit is None:
@@ -495,6 +498,11 @@ def cite(context: VideoContext, entry: _Entry, words: passages.QueryWords) -> Se
     if entry.keyword is not None:
         start, end, text = entry.keyword.start_sec, entry.keyword.end_sec, entry.keyword.text
         spans, stemmed = [tuple(s) for s in entry.keyword.highlights] or None, entry.keyword.stemmed  # type: ignore[misc]
+    elif window is not None and is_on_screen(window):
+        found = _on_screen_text(context, window)
+        if found is None or passages.excluded(found[2], words):
+            return None
+        start, end, text = found
     else:
         assert window is not None
         if window.last_segment >= len(segments):
@@ -528,8 +536,24 @@ def cite(context: VideoContext, entry: _Entry, words: passages.QueryWords) -> Se
         ranks=SearchRanks(keyword=entry.keyword_rank, vector=entry.vector_rank),
         window_start_sec=window.start_sec if window is not None else None,
         window_end_sec=window.end_sec if window is not None else None,
-        kind=entry.keyword.kind if entry.keyword is not None else "transcript",
+        kind=entry.keyword.kind
+        if entry.keyword is not None
+        else "on_screen"
+        if window is not None and is_on_screen(window)
+        else "transcript",
     )
+
+
+def _on_screen_text(context: VideoContext, window: VectorHit) -> tuple[float, float, str] | None:
+    """The stretch of on-screen text an on-screen window points at, as keyword search shows it;
+    ``None`` when the reading changed under the vectors (skipped until re-indexed)."""
+    visual = context.visual or []
+    j = window.first_segment - ON_SCREEN_IDX
+    if not 0 <= j < len(visual):
+        return None
+    item = visual[j]
+    text = on_screen_passage(item)
+    return (item.start_sec, item.end_sec, text) if text else None
 
 
 def _chapter(

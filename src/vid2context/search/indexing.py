@@ -1,4 +1,4 @@
-"""Embedding what is saved: each video's transcript windows, into the vector index.
+"""Embedding what is saved: each video's transcript windows and on-screen text, into the vector index.
 
 Three ways in, one function underneath (``index_video``):
 
@@ -44,7 +44,7 @@ from ..runtime import Runtime
 from .embedders.base import space_of
 from .embedders.ladder import Pick, embed_texts, pick_embedder
 from .vectors import SpaceCount, VectorRecord
-from .windows import make_windows
+from .windows import index_windows
 
 __all__ = [
     "FAILURE_KEY",
@@ -159,7 +159,7 @@ async def index_video(
     if choice.pick.reason is not None:
         return Indexed(context.id, "skipped", reason=choice.pick.reason.message)
     attempts = [] if attempts is None else attempts
-    windows = make_windows(context)
+    windows = index_windows(context)
     space = choice.space
     try:
         if skip_indexed and space is not None:

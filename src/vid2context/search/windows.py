@@ -36,6 +36,14 @@ The rules, each chosen for what a hit must cite:
   page URL) is replaced by ``~`` and a digest of it. 56 bytes leave room for the 8-byte space tag
   the Vectorize index puts in front, within its 64-byte limit on ids.
 
+**On-screen text** (``context.visual``, what ``mode=video`` read) is embedded too, so semantic
+search finds a slide by its meaning: ``index_windows`` is the transcript's windows and then one
+window per stretch (``on_screen_windows``; a stretch too long for the model cut into parts as a
+segment is). A stretch's window points at ``ON_SCREEN_IDX + j`` (``j`` its place in ``visual``),
+the ``segments.idx`` keyword search gives the same stretch, so a hit knows its kind and both sides
+of a hybrid search fuse into one passage. Auto-chapters and ``PUT /library`` read the transcript's
+windows only (``make_windows``).
+
 Pure and portable: no I/O, nothing platform-specific.
 """
 
@@ -53,6 +61,7 @@ import msgspec
 
 from ..formats.blocks import chapter_spans, clean_text, one_line
 from ..models import Segment, VideoContext
+from ..storage.common import ON_SCREEN_IDX, on_screen_passage
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -63,7 +72,10 @@ __all__ = [
     "TOKENS_PER_WORD",
     "Window",
     "WindowRef",
+    "index_windows",
+    "is_on_screen",
     "make_windows",
+    "on_screen_windows",
     "token_bound",
     "window_id",
 ]
@@ -157,35 +169,76 @@ def make_windows(
     ``max_tokens`` is the embedding model's limit, markers included (512 for the bge and MiniLM
     models); windows are smaller when it is (``target_words`` and ``max_words`` shrink to fit).
     """
-    if max_tokens <= SPECIAL_TOKENS:
-        raise ValueError(f"max_tokens must be more than {SPECIAL_TOKENS}")
-    budget = max_tokens - SPECIAL_TOKENS
-    max_words = max(1, min(max_words, math.floor(budget / TOKENS_PER_WORD)))
-    target_words = max(1, min(target_words, max_words))
+    builder = _Builder.of(context.id, max_tokens, target_words, max_words)
     segments = context.transcript.segments if context.transcript else []
-    spans = chapter_spans(context)
-    starts = [span.start_sec for span in spans]
-    titles = [one_line(span.title) or f"Chapter {i + 1}" for i, span in enumerate(spans)]
-
+    chapters = _Chapters(context)
     runs: list[tuple[int | None, list[_Piece]]] = []
     for index, segment in enumerate(segments):
-        text = clean_text(segment.text)
-        if not text:
+        piece = _piece(index, segment)
+        if piece is None:
             continue
-        units = _UNIT.findall(text)
-        piece = _Piece(index, segment, text, len(units), sum(len(u) for u in units))
-        chapter = max(0, bisect_right(starts, segment.start_sec + _EPSILON) - 1) if starts else None
+        chapter = chapters.of(segment.start_sec)
         if runs and runs[-1][0] == chapter:
             runs[-1][1].append(piece)
         else:
             runs.append((chapter, [piece]))
-
-    builder = _Builder(context.id, budget, target_words, max_words)
     windows: list[Window] = []
     for chapter, pieces in runs:
-        title = titles[chapter] if chapter is not None else None
-        windows.extend(builder.chapter(pieces, chapter, title))
+        windows.extend(builder.chapter(pieces, chapter, chapters.title(chapter)))
     return windows
+
+
+def on_screen_windows(context: VideoContext, *, max_tokens: int = 512) -> list[Window]:
+    """One window per stretch of ``context.visual`` with text (its lines joined by `` / ``, as
+    keyword search indexes it), in order; parts for a stretch too long for the model."""
+    builder = _Builder.of(context.id, max_tokens, TARGET_WORDS, MAX_WORDS)
+    chapters = _Chapters(context)
+    windows: list[Window] = []
+    for j, item in enumerate(context.visual or []):
+        segment = Segment(start_sec=item.start_sec, end_sec=item.end_sec, text=on_screen_passage(item))
+        piece = _piece(ON_SCREEN_IDX + j, segment)
+        if piece is None:
+            continue
+        chapter = chapters.of(item.start_sec)
+        title = chapters.title(chapter)
+        if builder.fits(piece.words, piece.chars):
+            windows.append(builder.window([piece], chapter, title))
+        else:
+            windows.extend(builder.parts(piece, chapter, title))
+    return windows
+
+
+def index_windows(context: VideoContext, *, max_tokens: int = 512) -> list[Window]:
+    """What the vector index holds of ``context``: its transcript's windows, then its on-screen ones."""
+    return make_windows(context, max_tokens=max_tokens) + on_screen_windows(context, max_tokens=max_tokens)
+
+
+def is_on_screen(window: WindowRef) -> bool:
+    """Whether ``window`` holds on-screen text (``on_screen_windows``) rather than speech."""
+    return window.first_segment >= ON_SCREEN_IDX
+
+
+def _piece(index: int, segment: Segment) -> _Piece | None:
+    text = clean_text(segment.text)
+    if not text:
+        return None
+    units = _UNIT.findall(text)
+    return _Piece(index, segment, text, len(units), sum(len(u) for u in units))
+
+
+class _Chapters:
+    """Which chapter a time falls in (the outline's rule) and its title."""
+
+    def __init__(self, context: VideoContext) -> None:
+        spans = chapter_spans(context)
+        self.starts = [span.start_sec for span in spans]
+        self.titles = [one_line(span.title) or f"Chapter {i + 1}" for i, span in enumerate(spans)]
+
+    def of(self, seconds: float) -> int | None:
+        return max(0, bisect_right(self.starts, seconds + _EPSILON) - 1) if self.starts else None
+
+    def title(self, chapter: int | None) -> str | None:
+        return self.titles[chapter] if chapter is not None else None
 
 
 class _Builder:
@@ -194,6 +247,15 @@ class _Builder:
         self.budget = budget
         self.target = target_words
         self.max_words = max_words
+
+    @classmethod
+    def of(cls, video_id: str, max_tokens: int, target_words: int, max_words: int) -> _Builder:
+        """A builder for a model reading ``max_tokens`` (markers included): the word limits shrink to fit."""
+        if max_tokens <= SPECIAL_TOKENS:
+            raise ValueError(f"max_tokens must be more than {SPECIAL_TOKENS}")
+        budget = max_tokens - SPECIAL_TOKENS
+        max_words = max(1, min(max_words, math.floor(budget / TOKENS_PER_WORD)))
+        return cls(video_id, budget, max(1, min(target_words, max_words)), max_words)
 
     def fits(self, words: int, chars: int) -> bool:
         return words <= self.max_words and token_bound(words, chars) <= self.budget

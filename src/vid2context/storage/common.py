@@ -18,13 +18,14 @@ from typing import Any
 import msgspec
 
 from ..errors import ErrorCode, VidError, per_surface, steps
-from ..models import Collection, VideoContext, VideoSummary
+from ..models import Collection, VideoContext, VideoSummary, VisualItem
 
 __all__ = [
     "COLLECTION_COLUMNS",
     "MAX_BLOB_KEY_BYTES",
     "MAX_LIMIT",
     "ON_SCREEN_IDX",
+    "on_screen_passage",
     "SQL_DELETE_SEGMENTS",
     "SQL_DELETE_SEGMENTS_FTS",
     "SQL_DELETE_SEGMENTS_STEM",
@@ -199,13 +200,19 @@ keyword search finds both through the same indexes, and a hit's ``kind`` comes f
 Saved after the transcript, so a video's rows stay one rowid range in ``idx`` order."""
 
 
+def on_screen_passage(item: VisualItem) -> str:
+    """A stretch of on-screen text as one passage: its lines joined by `` / ``, blank ones left out
+    (what keyword search indexes and what the vector index embeds)."""
+    return " / ".join(line for line in item.text.splitlines() if line.strip())
+
+
 def searchable_rows(context: VideoContext) -> list[tuple[int, float, float, str]]:
     """``(idx, start_sec, end_sec, text)`` of every passage keyword search finds: the transcript's
     segments, then the on-screen stretches (lines joined by `` / ``) from ``ON_SCREEN_IDX``."""
     segments = context.transcript.segments if context.transcript else []
     rows = [(i, s.start_sec, s.end_sec, s.text) for i, s in enumerate(segments)]
     for j, item in enumerate(context.visual or []):
-        text = " / ".join(line for line in item.text.splitlines() if line.strip())
+        text = on_screen_passage(item)
         if text:
             rows.append((ON_SCREEN_IDX + j, item.start_sec, item.end_sec, text))
     return rows

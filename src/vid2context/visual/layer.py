@@ -1,4 +1,4 @@
-"""The on-screen layer of ``mode=video``: walk ``Runtime.visual`` until a rung reads the picture.
+"""The on-screen layer of ``mode=video`` and ``include=on_screen``: walk ``Runtime.visual`` until a rung reads the picture.
 
 Portable: the rungs themselves hold whatever is local. Disabled rungs are recorded as skipped with
 what they need; the first rung that answers gives the layer. An answer with no text still fills
@@ -21,25 +21,26 @@ def _cannot_read_here(ref: VideoRef, rungs: list[VisualReader]) -> VidError:
     if not rungs:  # the Worker: no ffmpeg, no OCR, and no vision rung yet
         return VidError(
             ErrorCode.UNSUPPORTED_INPUT,
-            "This server cannot read the picture of a video (mode=video needs ffmpeg and Tesseract).",
+            "This server cannot read the picture of a video (mode=video and include=on_screen need ffmpeg "
+            "and Tesseract).",
             hint=per_surface(
-                rest="Use mode=auto for the transcript, or tell the user the local runtime reads the "
-                "picture (`vid2context get FILE --mode video`).",
-                mcp="Use mode=auto for the transcript, or tell the user the local runtime reads the "
-                "picture (`vid2context mcp`, then mode=video); do not retry here.",
+                rest="Use mode=auto without include for the transcript, or tell the user the local "
+                "runtime reads the picture (`vid2context get FILE --mode video`).",
+                mcp="Use mode=auto without include for the transcript, or tell the user the local "
+                "runtime reads the picture (`vid2context mcp`, then mode=video); do not retry here.",
             ),
         )
     return VidError(
         ErrorCode.UNSUPPORTED_INPUT,
         f"Nothing here can get at the picture of {ref.platform} videos: mode=video reads local files, "
         "uploads, and the videos yt-dlp downloads.",
-        hint="Use mode=auto for the transcript, or give the video as a local file or an upload "
-        "(upload:<sha256>) with mode=video.",
+        hint="Use mode=auto without include for the transcript, or give the video as a local file or "
+        "an upload (upload:<sha256>) with mode=video.",
     )
 
 
 def check_readable(runtime, ref: VideoRef) -> None:
-    """Refuse ``mode=video`` before anything is fetched where no rung could get at the picture."""
+    """Refuse ``mode=video`` (or ``include=on_screen``) before anything is fetched where no rung could get at the picture."""
     rungs: list[VisualReader] = list(runtime.visual)
     if not any(rung.accepts(ref) for rung in rungs):
         raise _cannot_read_here(ref, rungs)

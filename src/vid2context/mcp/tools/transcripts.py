@@ -18,6 +18,7 @@ from ...api.catalog import FormatsResponse
 from ...caption_languages import caption_languages
 from ...errors import ErrorCode, VidError
 from ...formats import FORMATTERS, Formatter, RenderOptions, format_infos, get_formatter
+from ...includes import parse_include
 from ...models import VideoContext
 from ...outline import Costs, Outline, Section, get_section, outline
 from ...pipeline import get_context, get_metadata
@@ -30,6 +31,7 @@ from ..params import (
     Cursor,
     Format,
     From,
+    Include,
     Language,
     MaxTokens,
     Mode,
@@ -109,12 +111,14 @@ def tools(deps: Deps) -> list[ContractTool]:
         cursor: Cursor = None,
         translate: Translate = False,
         speakers: Speakers = None,
+        include: Include = None,
     ) -> Reply:
         """The transcript of a video. Text format: one [m:ss] line per segment (timestamps=false:
         paragraphs) under the source header, which gives the link for any moment once (put the
         seconds in its <seconds>). With language, the platform's track in it comes first; with
         translate=true as well, a language model translates the best track when there is none.
         speakers=true labels who speaks (speech-to-text that labels speakers, with mode=stt).
+        include=["on_screen"] adds what the picture shows (slides, code), as mode=video does.
 
         Costs about {per_hour} tokens per hour of speech ({per_hour_plain} without timestamps): for a video
         longer than a few minutes call get_outline first (it states what this and each chapter
@@ -127,6 +131,7 @@ def tools(deps: Deps) -> list[ContractTool]:
         checked_mode, lang, budget = check_mode(mode), check_language(language), check_budget(max_tokens)
         if cursor is not None:
             parse_cursor(cursor, 1 << 40)  # only the form, before any fetch
+        layers = sorted(parse_include(include))
         if speakers is not None and not isinstance(speakers, bool):
             raise VidError(
                 ErrorCode.BAD_REQUEST,
@@ -150,6 +155,7 @@ def tools(deps: Deps) -> list[ContractTool]:
             "cursor": cursor,
             "translate": translate,
             "speakers": speakers,
+            "include": layers or None,
         }
         given = _given(
             url=url,
@@ -160,13 +166,20 @@ def tools(deps: Deps) -> list[ContractTool]:
             maxTokens=budget,
             translate=translate,
             speakers=speakers,
+            include=layers or None,
         )
         size = page_size(runtime, budget)
 
         async def work(run: Run) -> Reply:
             job = with_caller_model(run.ctx(), ctx)
             context = await get_context(
-                runtime, url, mode=checked_mode, lang=lang, ctx=job, speakers=speakers
+                runtime,
+                url,
+                mode=checked_mode,
+                lang=lang,
+                ctx=job,
+                speakers=speakers,
+                on_screen="on_screen" in layers,
             )
             if lang is not None:
                 context = await translate_context(runtime, context, lang, llm=translate, ctx=job)
@@ -234,11 +247,12 @@ def tools(deps: Deps) -> list[ContractTool]:
         language: Language = None,
         max_tokens: MaxTokens = None,
         cursor: Cursor = None,
+        include: Include = None,
     ) -> Reply:
         """One part of a transcript: a chapter (chapter=<index from get_outline> or part of its title)
         or any time range (from and/or to: 90, 1:30, 1:02:05 or 1h2m5s). Text format: one [m:ss]
         line per segment (timestamps=false: paragraphs) under a one-line header with the part
-        covered and the link for any moment.
+        covered and the link for any moment; include=["on_screen"]: and what the picture showed then.
 
         Costs what get_outline states: about {section_per_5min} tokens per five minutes of speech plus {section_base}.
         A section longer than the page size comes in pages as get_transcript's do ([Partial
@@ -249,6 +263,7 @@ def tools(deps: Deps) -> list[ContractTool]:
         checked_mode, lang, budget = check_mode(mode), check_language(language), check_budget(max_tokens)
         if cursor is not None:
             parse_cursor(cursor, 1 << 40)  # only the form, before any fetch
+        layers = sorted(parse_include(include))
         options = RenderOptions(timestamps=timestamps, asked=lang)
         if chapter is None and from_ is None and to is None:
             raise VidError(
@@ -267,17 +282,20 @@ def tools(deps: Deps) -> list[ContractTool]:
             "language": lang,
             "maxTokens": budget,
             "cursor": cursor,
+            "include": layers or None,
         }
         given = {
             "url": url,
             **_given(**{"from": from_, "to": to, "chapter": chapter}),
             **_given(format=formatter.id, timestamps=timestamps, mode=checked_mode, language=lang),
-            **_given(maxTokens=budget),
+            **_given(maxTokens=budget, include=layers or None),
         }
         size = page_size(runtime, budget)
 
         async def work(run: Run) -> Reply:
-            context = await get_context(runtime, url, mode=checked_mode, lang=lang, ctx=run.ctx())
+            context = await get_context(
+                runtime, url, mode=checked_mode, lang=lang, ctx=run.ctx(), on_screen="on_screen" in layers
+            )
             section = get_section(context, chapter=chapter, from_=from_, to=to)
             call = ("get_section", given)
             reading = Reading(
