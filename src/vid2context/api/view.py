@@ -1,0 +1,49 @@
+"""``GET /api/v1/view``: one video as the web app shows it, in one request.
+
+The transcript viewer's data (``viewer.transcript_view``: metadata, chapters or five-minute
+sections, segments, the moment link; what the MCP tool ``open_transcript_viewer`` hands its page)
+and the token count ``/outline`` reports, so the page needs neither platform knowledge (how a
+moment's link is made) nor a second round trip before the transcript is readable. The context is
+loaded as ``/context`` loads it (library first).
+"""
+
+from __future__ import annotations
+
+from litestar import Request, get
+
+from ..outline import text_costs
+from ..pipeline import get_context
+from ..viewer import PageView, page_view
+from .middleware import request_ctx
+from .params import (
+    LangQuery,
+    ModeQuery,
+    RefreshQuery,
+    UrlQuery,
+    parse_bool,
+    parse_lang,
+    parse_mode,
+    require_url,
+    runtime_of,
+)
+
+__all__ = ["view"]
+
+
+@get("/api/v1/view")
+async def view(
+    request: Request,
+    url: UrlQuery = None,
+    mode: ModeQuery = None,
+    lang: LangQuery = None,
+    refresh: RefreshQuery = None,
+) -> PageView:
+    """A video as the web app shows it: metadata, chapters (or five-minute sections), every timed
+    segment, the moment link (``<seconds>`` where the seconds go), origin and token count."""
+    source = require_url(url)
+    checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
+    again = parse_bool("refresh", refresh)
+    runtime = runtime_of(request)
+    ctx = request_ctx(request, runtime)
+    found = await get_context(runtime, source, mode=checked_mode, lang=checked_lang, refresh=again, ctx=ctx)
+    return page_view(found, text_costs(checked_lang).whole(found))
