@@ -13,8 +13,10 @@ page's own rule that text from a video is text.
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 from litestar import Response, get
+from litestar.params import Parameter
 
 from ..errors import ErrorCode, VidError
 from ..ui.assets import ASSETS
@@ -23,7 +25,7 @@ __all__ = ["APP_PAGE", "WEBAPP_ROUTES", "app_file", "app_page"]
 
 APP_PAGE = "app.html"
 _NAME = re.compile(r"[a-z0-9_]{1,64}\.(js|css)")
-_TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
+_TYPES = {"js": "text/javascript", "css": "text/css"}  # Litestar adds the charset
 _HEADERS = {
     "Content-Security-Policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -46,11 +48,11 @@ def _missing(name: str) -> VidError:
 @get(["/app", "/app/"], include_in_schema=False, sync_to_thread=False)
 def app_page() -> Response[str]:
     """The web app's page."""
-    return Response(ASSETS[APP_PAGE], media_type="text/html; charset=utf-8", headers=_HEADERS)
+    return Response(ASSETS[APP_PAGE], media_type="text/html", headers=_HEADERS)
 
 
 @get("/app/{name:str}", include_in_schema=False, sync_to_thread=False)
-def app_file(name: str) -> Response[str]:
+def app_file(name: Annotated[str, Parameter(description="A file of ui/.")]) -> Response[str]:
     """One script or stylesheet of ``ui/``, by its file name."""
     match = _NAME.fullmatch(name)
     if match is None or name not in ASSETS:
