@@ -201,7 +201,8 @@ function cite(seconds) {
 function excerpt(first, last, quote = null) {
   const { view } = current;
   const segments = view.segments.slice(first, last + 1);
-  const lines = quote !== null ? [`> ${cite(segments[0].startSec)} ${markdownLabel(quote)}`] : segments.map((s) => `> ${cite(s.startSec)} ${markdownLabel(s.text)}`);
+  const line = (seconds, text) => `> ${cite(seconds)} ${markdownLabel(text)}`.trimEnd();
+  const lines = quote !== null ? [line(segments[0].startSec, quote)] : segments.map((s) => line(s.startSec, s.text));
   const meta = view.metadata || {};
   const end = segments[segments.length - 1].endSec;
   const title = markdownLabel(meta.title || "Untitled video");
@@ -422,19 +423,23 @@ async function followJob(job) {
   $("job").hidden = false;
   $("job-items").replaceChildren();
   const bar = $("job-progress");
+  let total = 0;
   say("job-status", "Queued…");
   const response = await apiFetch(`/api/v1/jobs/${encodeURIComponent(job.id)}/events`, { headers: { Accept: "text/event-stream" } });
   if (!response.ok) throw await errorOf(response);
   for await (const { event, data } of events(response)) {
     if (event === "progress") {
-      bar.max = Math.max(1, Number(data.total) || 1);
+      total = Math.max(total, Number(data.total) || 0);
+      bar.max = Math.max(1, total);
       bar.value = Number(data.done) || 0;
       say("job-status", `${data.done} of ${data.total ?? "?"} videos${data.message ? `: ${data.message}` : ""}`);
     } else if (event === "item") {
       const line = data.outcome === "ok" ? `Added ${data.title || data.id}` : `${data.outcome === "skipped" ? "Skipped" : "Failed"} ${data.title || data.id}${data.error ? `: ${data.error.message}` : ""}`;
       $("job-items").append(el("li", { class: `app-item-${data.outcome}` }, line));
+      total = Math.max(total, $("job-items").children.length);
     } else if (event === "done") {
       const summary = (data.result && data.result.summary) || {};
+      bar.max = Math.max(1, total);
       bar.value = bar.max;
       say("job-status", `Done: ${(summary.added || []).length} added, ${(summary.failed || []).length} failed.`);
       break;
@@ -447,9 +452,9 @@ async function followJob(job) {
   await loadLibrary();
 }
 
-async function createCollection(name, source) {
+async function createCollection(name, source, limit) {
   clearNotice();
-  retry = () => createCollection(name, source);
+  retry = () => createCollection(name, source, limit);
   try {
     const made = await apiFetch("/api/v1/collections", {
       method: "POST",
@@ -458,7 +463,11 @@ async function createCollection(name, source) {
     });
     if (!made.ok) throw await errorOf(made);
     const collection = await made.json();
-    const queued = await apiFetch(`/api/v1/collections/${encodeURIComponent(collection.id)}/refresh`, { method: "POST" });
+    const queued = await apiFetch(`/api/v1/collections/${encodeURIComponent(collection.id)}/refresh`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ limit }),
+    });
     if (!queued.ok) throw await errorOf(queued);
     await loadLibrary();
     await followJob(await queued.json());
@@ -526,7 +535,8 @@ $("library-search").addEventListener("submit", (event) => {
 });
 $("collection-form").addEventListener("submit", (event) => {
   event.preventDefault();
-  createCollection($("collection-name").value.trim(), $("collection-source").value.trim());
+  const limit = Math.min(500, Math.max(1, Math.floor(Number($("collection-limit").value) || 50)));
+  createCollection($("collection-name").value.trim(), $("collection-source").value.trim(), limit);
 });
 
 mountOptional("upload", "./app_upload.js", "mountUpload");
