@@ -19,6 +19,8 @@ let current = null; // {input, view, tools}
 let selection = null; // {videoId, startSec, endSec, text, first, last}
 let formats = null;
 let retry = null;
+const factsNode = $("video-facts");
+const toolsNode = $("tools");
 
 function el(tag, attrs = {}, text = null) {
   const node = document.createElement(tag);
@@ -170,6 +172,8 @@ function showVideo(input, view) {
   selection = null;
   const tools = renderTranscript($("transcript"), view, { idPrefix: "v", searchLabel: "Search in this video" });
   current = { input, view, tools };
+  // The facts and the tools go under the video's title, moved out of the page's own markup.
+  $("transcript").querySelector(".v2c-header").append(factsNode, toolsNode);
   const transcriptOrigin = ORIGINS[view.origin] || view.origin || "unknown";
   const tokens = Number(view.totalTokens || 0).toLocaleString("en");
   say("video-facts", `Transcript from ${transcriptOrigin}${view.language ? ` (${view.language})` : ""} · about ${tokens} tokens`);
