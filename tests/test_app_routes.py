@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from vid2context.api import create_app
-from vid2context.ui.assets import ASSETS
+from vid2context.api.webapp import ASSETS
 
 from .runtimes import ON_WORKER_TOO, Runtimes, serve
 from .test_mcp_tools import LONG, long_context

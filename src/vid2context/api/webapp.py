@@ -1,7 +1,8 @@
 """``/app``: the web page for people, served by the API app on both runtimes.
 
 The page (``ui/app.html``) and every script and stylesheet of ``ui/`` (``/app/<name>.js``,
-``/app/<name>.css``) come from ``ui/assets.py``, the generated copy the Worker can read, so the
+``/app/<name>.css``) come from ``ui/app_assets.py`` and ``ui/assets.py``, the generated copies the
+Worker can read, so the
 local server and the Worker answer the same bytes from the same origin as the API, with no build
 step. Only names of that folder are answered (a module another branch adds, ``app_ask.js``, is
 served once ``make site`` has copied it in); everything else is ``not-found``. The page is not
@@ -19,11 +20,14 @@ from litestar import Response, get
 from litestar.params import Parameter
 
 from ..errors import ErrorCode, VidError
-from ..ui.assets import ASSETS
+from ..ui.app_assets import ASSETS as APP_ASSETS
+from ..ui.assets import ASSETS as SHARED_ASSETS
 
-__all__ = ["APP_PAGE", "WEBAPP_ROUTES", "app_file", "app_page"]
+__all__ = ["APP_PAGE", "ASSETS", "WEBAPP_ROUTES", "app_file", "app_page"]
 
 APP_PAGE = "app.html"
+ASSETS = {**SHARED_ASSETS, **APP_ASSETS}
+"""Every file of ``ui/``: the web app's own (``app_assets.py``) and the component's and viewer's."""
 _NAME = re.compile(r"[a-z0-9_]{1,64}\.(js|css)")
 _TYPES = {"js": "text/javascript", "css": "text/css"}  # Litestar adds the charset
 _HEADERS = {
@@ -41,7 +45,7 @@ def _missing(name: str) -> VidError:
     return VidError(
         ErrorCode.NOT_FOUND,
         f"The web app has no file {name[:80]!r}.",
-        hint="Open the web app at /app; it loads its own files.",
+        hint="Tell the user the web app has no such file (its page is /app); do not retry.",
     )
 
 
