@@ -125,7 +125,9 @@ def test_paste_read_and_jump_to_a_chapter(page: Page, origin: str) -> None:
     )
     assert page.locator(".v2c-segments > li").count() == len(view["segments"])
     stamp = page.locator(".v2c-segments > li a.v2c-stamp").nth(3)
-    assert stamp.get_attribute("href") == view["link"].replace("<seconds>", str(int(view["segments"][3]["startSec"])))
+    assert stamp.get_attribute("href") == view["link"].replace(
+        "<seconds>", str(int(view["segments"][3]["startSec"]))
+    )
 
     chapter = view["chapters"][4]
     button = page.get_by_role("button", name=re.compile(re.escape(chapter["title"])))
@@ -176,7 +178,9 @@ def test_search_copy_a_cited_excerpt_and_download_srt(page: Page, origin: str) -
     start, end = view["chapters"][2]["startSec"], view["chapters"][3]["startSec"]
     inside = [s for s in segments if start <= s["startSec"] < end]
     lines = copied.splitlines()
-    assert lines[: len(inside)] == [f"> {at(s['startSec'])} {' '.join(s['text'].split())}".rstrip() for s in inside]
+    assert lines[: len(inside)] == [
+        f"> {at(s['startSec'])} {' '.join(s['text'].split())}".rstrip() for s in inside
+    ]
     title, channel = view["metadata"]["title"], view["metadata"]["channel"]
     assert lines[-1] == (
         f"> — [{title}]({link.replace('<seconds>', str(int(inside[0]['startSec'])))}), {channel}, "
@@ -210,7 +214,9 @@ def test_search_copy_a_cited_excerpt_and_download_srt(page: Page, origin: str) -
     assert Path(download.path()).read_text(encoding="utf-8") == expected
     formats = api(origin, "/api/v1/formats").json()["formats"]
     for format in formats:
-        expect(page.get_by_role("button", name=f"Download {format['id'].upper()}", exact=True)).to_be_visible()
+        expect(
+            page.get_by_role("button", name=f"Download {format['id'].upper()}", exact=True)
+        ).to_be_visible()
     with page.expect_download() as waiting:
         page.get_by_role("button", name="Download bundle (zip)").click()
     assert Path(waiting.value.path()).read_bytes()[:2] == b"PK"
@@ -231,7 +237,9 @@ def test_library_search_and_a_collection_from_a_playlist(page: Page, origin: str
     first = hits.first
     assert first.locator("a.v2c-stamp").get_attribute("href") == found[0]["url"]
     assert first.locator("a.v2c-stamp").text_content() == f"[{_stamp(found[0]['startSec'])}]"
-    assert [m.lower() for m in first.locator("mark").all_text_contents()] == ["dealer"] * first.locator("mark").count()
+    assert [m.lower() for m in first.locator("mark").all_text_contents()] == ["dealer"] * first.locator(
+        "mark"
+    ).count()
     first.locator("button").click()  # opens the video at the hit
     expect(page.locator("h1")).to_have_text(found[0]["title"])
     assert float(page.evaluate("document.activeElement.dataset.start")) <= found[0]["startSec"]
@@ -242,7 +250,9 @@ def test_library_search_and_a_collection_from_a_playlist(page: Page, origin: str
     page.get_by_role("button", name="Create collection").click()
     expect(page.locator("#job-status")).to_have_text("Done: 3 added, 0 failed.", timeout=120_000)
     assert page.locator("#job-items li").count() == 3
-    assert page.evaluate("[document.getElementById('job-progress').value, document.getElementById('job-progress').max]") == [3, 3]
+    assert page.evaluate(
+        "[document.getElementById('job-progress').value, document.getElementById('job-progress').max]"
+    ) == [3, 3]
     expect(page.locator("#collections")).to_contain_text("Replayed playlist (3 videos)")
     assert page.locator("#library-scope option", has_text="Replayed playlist").count() == 1
 
@@ -258,7 +268,10 @@ def test_a_blocked_video_says_what_to_do_including_the_relay(page: Page, origin:
     assert notice.locator(".app-error-message").text_content() == error["message"]
     assert notice.locator(".app-error-hint").text_content() == error["hint"]
     assert notice.locator("code").text_content() == f"vid2context push {BLOCKED_ID} --to {origin}"
-    assert notice.get_by_role("link", name="When YouTube blocks the server").get_attribute("href") == "/blocked-edge"
+    assert (
+        notice.get_by_role("link", name="When YouTube blocks the server").get_attribute("href")
+        == "/blocked-edge"
+    )
     assert page.locator("#reader").is_hidden()
 
 
@@ -312,7 +325,10 @@ def test_bad_input_shows_as_text_and_stays_responsive(page: Page, origin: str) -
     read(page, HOSTILE_ID)
     assert page.locator("h1").text_content() == HOSTILE
     assert page.locator(".v2c-speaker").text_content() == "<i>Ana</i>: "
-    assert page.locator(".v2c-text").all_text_contents()[0] == "<b>bold</b> <script>window.pwned=2</script> words"
+    assert (
+        page.locator(".v2c-text").all_text_contents()[0]
+        == "<b>bold</b> <script>window.pwned=2</script> words"
+    )
     for tag in ("img", "b", "i", "em", "script"):
         assert page.locator(f"#transcript {tag}").count() == 0, tag
     assert page.locator("#saved li", has_text="<em>Channel</em>").count() == 1

@@ -6,6 +6,8 @@ malformed, oversized and blocked input. The page itself in a browser: ``test_app
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from vid2context.api import create_app
@@ -91,7 +93,9 @@ async def test_view_is_the_viewer_data_with_the_token_count(runtimes: Runtimes) 
         ({"url": watch(LONG), "refresh": "perhaps"}, "bad-request"),
     ],
 )
-async def test_view_refuses_bad_input_with_a_hint(runtimes: Runtimes, params: dict[str, str], code: str | None) -> None:
+async def test_view_refuses_bad_input_with_a_hint(
+    runtimes: Runtimes, params: dict[str, str], code: str | None
+) -> None:
     runtime = await runtimes.build({"VID2CONTEXT_ACCESS_LOG": "0"})
     await runtime.storage.put_context(long_context())
     async with serve(create_app(runtime, owns_runtime=runtime.name != "worker")) as http:
@@ -103,3 +107,19 @@ async def test_view_refuses_bad_input_with_a_hint(runtimes: Runtimes, params: di
         assert error["code"] == code
     else:
         assert error["code"] in {"bad-request", "unsupported-input", "too-large"}
+
+
+@ON_WORKER_TOO
+@pytest.mark.parametrize("hosted", [True, False])
+async def test_the_refusal_tells_the_page_whether_to_offer_github(runtimes: Runtimes, hosted: bool) -> None:
+    """The page offers "Sign in with GitHub" when a 401's hint names the sign-in route (hosted
+    mode), and only the key field otherwise: the route it looks for is the one the hint names."""
+    sign_in = re.search(r'const SIGN_IN = "([^"]+)";', ASSETS["app.js"])
+    assert sign_in is not None
+    settings = {"VID2CONTEXT_HOSTED": "1"} if hosted else {"VID2CONTEXT_API_KEYS": KEY}
+    runtime = await runtimes.build({**settings, "VID2CONTEXT_ACCESS_LOG": "0"})
+    async with serve(create_app(runtime, owns_runtime=runtime.name != "worker")) as http:
+        refused = await http.get("/api/v1/view", params={"url": watch(LONG)})
+        page = await http.get("/app")
+    assert refused.status_code == 401 and page.status_code == 200
+    assert (sign_in.group(1) in refused.json()["error"]["hint"]) is hosted

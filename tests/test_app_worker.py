@@ -48,7 +48,11 @@ def browser() -> Iterator[Browser]:
 
 
 def test_the_page_reads_a_pushed_video_on_the_worker(browser: Browser, origin: str) -> None:
-    for name, kind in (("app.js", "text/javascript"), ("transcript.js", "text/javascript"), ("app.css", "text/css")):
+    for name, kind in (
+        ("app.js", "text/javascript"),
+        ("transcript.js", "text/javascript"),
+        ("app.css", "text/css"),
+    ):
         served = httpx.get(f"{origin}/app/{name}", timeout=30)
         assert served.status_code == 200 and served.headers["content-type"].startswith(kind), name
     view = httpx.get(f"{origin}/api/v1/view", params={"url": watch(LONG)}, timeout=60).json()
