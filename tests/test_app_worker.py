@@ -14,13 +14,13 @@ from urllib.parse import quote
 import httpx
 import msgspec
 import pytest
-from playwright.sync_api import Browser, expect, sync_playwright
+from playwright.sync_api import Browser, expect
 
 from .miniflare_harness import MiniflareHarness
+from .test_app_browser import browser  # noqa: F401  (the module's own Chromium)
 from .test_mcp_http import _worker_server
 from .test_mcp_tools import LONG, long_context
 from .test_viewer import watch
-from .test_viewer_browser import CHROMIUM
 from .youtube_replay import ReplayServer
 
 pytestmark = pytest.mark.slow
@@ -37,17 +37,7 @@ def origin(miniflare: MiniflareHarness) -> Iterator[str]:
             yield served
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-def test_the_page_reads_a_pushed_video_on_the_worker(browser: Browser, origin: str) -> None:
+def test_the_page_reads_a_pushed_video_on_the_worker(browser: Browser, origin: str) -> None:  # noqa: F811
     for name, kind in (
         ("app.js", "text/javascript"),
         ("transcript.js", "text/javascript"),

@@ -12,20 +12,9 @@ from __future__ import annotations
 from litestar import Request, get
 
 from ..outline import text_costs
-from ..pipeline import get_context
 from ..viewer import PageView, page_view
-from .middleware import request_ctx
-from .params import (
-    LangQuery,
-    ModeQuery,
-    RefreshQuery,
-    UrlQuery,
-    parse_bool,
-    parse_lang,
-    parse_mode,
-    require_url,
-    runtime_of,
-)
+from .params import LangQuery, ModeQuery, RefreshQuery, UrlQuery
+from .reading import load_context
 
 __all__ = ["view"]
 
@@ -40,10 +29,5 @@ async def view(
 ) -> PageView:
     """A video as the web app shows it: metadata, chapters (or five-minute sections), every timed
     segment, the moment link (``<seconds>`` where the seconds go), origin and token count."""
-    source = require_url(url)
-    checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
-    again = parse_bool("refresh", refresh)
-    runtime = runtime_of(request)
-    ctx = request_ctx(request, runtime)
-    found = await get_context(runtime, source, mode=checked_mode, lang=checked_lang, refresh=again, ctx=ctx)
+    found, checked_lang = await load_context(request, url, mode, lang, refresh)
     return page_view(found, text_costs(checked_lang).whole(found))
