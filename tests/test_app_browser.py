@@ -144,6 +144,13 @@ def test_paste_read_and_jump_to_a_chapter(page: Page, origin: str) -> None:
     assert before > 0 and set(authorizations[:before]) == {None}
     assert set(authorizations[before:]) == {f"Bearer {KEY}"}
 
+    # a moment's link in the app (what Ask's citations use): the video, opened at that second
+    page.goto(f"{origin}/app?v={LONG}&t=1200")
+    expect(page.locator("h1")).to_have_text(view["metadata"]["title"])
+    at = next(s for s in view["segments"] if s["startSec"] >= 1200)
+    expect(page.locator("#busy")).to_have_text("")  # the jump follows the render in the same task
+    assert float(page.evaluate("document.activeElement.dataset.start")) == at["startSec"]
+
     page.get_by_label("Search in this video").fill("dealer")
     page.evaluate("window.scrollTo(0, 0)")
     ARTIFACTS.mkdir(exist_ok=True)
