@@ -358,3 +358,44 @@ def _stamp(seconds: float) -> str:
     total = int(seconds)
     hours, rest = divmod(total, 3600)
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+PROBE = """
+export function mountAsk(root, ctx) {
+  window.mounts = (window.mounts || 0) + 1;
+  window.probe = { heading: root.querySelector("h2").textContent, section: root.id, keys: Object.keys(ctx).sort() };
+  window.ctx = ctx;
+}
+"""
+
+
+def test_the_ask_module_is_mounted_once_with_the_interface(page: Page, origin: str) -> None:
+    """``app_ask.js`` (another branch's) is not in this tree: its section stays hidden. Served, a
+    module with ``mountAsk`` (answered here by the browser, the file's stand-in) is mounted once
+    into its section with the page's ``ctx``, whose functions do what the interface says."""
+    sign_in(page, origin)
+    assert page.locator("#ask").is_hidden() and page.locator("#upload").is_hidden()
+    page.route("**/app/app_ask.js", lambda route: route.fulfill(body=PROBE, content_type="text/javascript"))
+    page.reload()
+    expect(page.locator("#ask")).to_be_visible()
+    assert page.locator("#upload").is_hidden()
+    assert page.evaluate("window.mounts") == 1
+    assert page.evaluate("window.probe") == {
+        "heading": "Ask",
+        "section": "ask",
+        "keys": ["apiFetch", "momentUrl", "openVideo", "scope", "showError"],
+    }
+    assert page.evaluate("window.ctx.scope()") == {"videos": [], "collection": None, "selection": None}
+    page.evaluate(f"window.ctx.openVideo({LONG!r})")
+    expect(page.locator("h1")).to_have_text(long_context().metadata.title)
+    assert page.evaluate("window.ctx.scope().videos") == [f"youtube:{LONG}"]
+    assert page.evaluate(f"window.ctx.momentUrl('youtube:{LONG}', 61.9)") == f"/app?v=youtube%3A{LONG}&t=61"
+    status = page.evaluate("window.ctx.apiFetch('/api/v1/library?limit=1').then((r) => r.status)")
+    assert status == 200  # the key went with it
+    page.evaluate(
+        "window.ctx.showError({code: 'upstream', message: '<b>Bad</b> gateway', hint: 'Try later.'})"
+    )
+    assert page.locator(".app-error-message").text_content() == "<b>Bad</b> gateway"
+    assert page.evaluate(
+        "window.ctx.apiFetch('https://elsewhere.example/x').then(() => 'sent', (e) => e.name)"
+    ) == ("TypeError")
