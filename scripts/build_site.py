@@ -285,6 +285,16 @@ def render(inputs: Inputs, sources: Path = SOURCES) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
+STATIC = ("*.png",)
+"""Files of ``site/_src`` copied into ``site/`` byte for byte: the web app's screenshot, which
+``tests/test_app_browser.py`` takes (``tests/artifacts/app-1280.png``)."""
+
+
+def static_files(sources: Path = SOURCES) -> dict[str, bytes]:
+    """The static files of ``sources``, by name."""
+    return {path.name: path.read_bytes() for pattern in STATIC for path in sorted(sources.glob(pattern))}
+
+
 def outputs(site: Path = SITE) -> set[str]:
     """The files of ``site`` the build owns: everything outside ``_src``."""
     return {
@@ -308,6 +318,9 @@ def build(out: Path = SITE, inputs: Inputs | None = None, sources: Path = SOURCE
         data = text.encode("utf-8")
         if not target.exists() or target.read_bytes() != data:
             target.write_bytes(data)
+    for name, data in static_files(sources).items():
+        if not (out / name).exists() or (out / name).read_bytes() != data:
+            (out / name).write_bytes(data)
     return files
 
 

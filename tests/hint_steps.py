@@ -38,6 +38,7 @@ __all__ = ["INPUT_CODES", "REST_ONLY", "Surface", "corrects", "problems", "steps
 
 REST_ONLY = (
     "api/",
+    "ui/app_assets.py",
     "autochapters/",
     "auth/",
     "integrations/",

@@ -142,7 +142,7 @@ def test_every_generated_file_says_how_it_is_made() -> None:
 
 # --- links -------------------------------------------------------------------------------------------
 
-APP_PATHS_OUTSIDE_OPENAPI = ("/mcp", "/mcp/server-card", "/.well-known/ai-catalog.json")
+APP_PATHS_OUTSIDE_OPENAPI = ("/mcp", "/mcp/server-card", "/.well-known/ai-catalog.json", "/app")
 
 
 def _page_of(path: str) -> str | None:

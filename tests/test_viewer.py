@@ -183,8 +183,9 @@ def test_the_assets_module_is_a_fresh_build_of_the_files() -> None:
     assert spec is not None and spec.loader is not None
     build_ui = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(build_ui)
-    assert (UI / "assets.py").read_text(encoding="utf-8") == build_ui.render(), "run make site"
-    assert {name: (UI / name).read_text(encoding="utf-8") for name in build_ui.FILES} == ASSETS
+    for module in build_ui.MODULES:  # assets.py, and the web app's app_assets.py
+        assert (UI / module).read_text(encoding="utf-8") == build_ui.render(UI, module), "run make site"
+    assert {name: (UI / name).read_text(encoding="utf-8") for name in build_ui.files_of()} == ASSETS
 
 
 def test_inlining_refuses_files_that_would_close_their_own_tag() -> None:

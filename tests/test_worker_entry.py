@@ -252,6 +252,16 @@ async def test_discovery_documents_come_from_the_app(isolate: Isolate, path: str
 
 
 @pytest.mark.parametrize(
+    ("path", "kind"),
+    [("/app", "text/html"), ("/app/app.js", "text/javascript"), ("/app/transcript.js", "text/javascript")],
+)
+async def test_the_web_app_comes_from_the_app_not_assets(isolate: Isolate, path: str, kind: str) -> None:
+    response = await isolate.fetch(path)
+    assert response.status == 200 and (response.header("content-type") or "").startswith(kind)
+    assert isolate.env.ASSETS.requests == []  # ui/ is in the bundle: /app needs no asset
+
+
+@pytest.mark.parametrize(
     ("path", "accept", "twin"),
     [
         ("/", "text/markdown", "index.md"),

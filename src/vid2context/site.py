@@ -71,8 +71,11 @@ class SiteReader(Protocol):
 
 def is_app_path(path: str) -> bool:
     """True for what the API app serves: ``/api/*``, ``/mcp`` (and ``/mcp/server-card``),
-    ``/oauth/*`` and ``/.well-known/*``; everything else is the site."""
-    return path in ("/api", "/mcp") or path.startswith(("/api/", "/mcp/", "/oauth/", "/.well-known/"))
+    ``/oauth/*``, ``/.well-known/*`` and the web app (``/app``, ``/app/*``: ``api/webapp.py``);
+    everything else is the site."""
+    return path in ("/api", "/mcp", "/app") or path.startswith(
+        ("/api/", "/mcp/", "/oauth/", "/.well-known/", "/app/")
+    )
 
 
 def _ranges(accept: str) -> list[tuple[str, str, float]]:

@@ -5,7 +5,8 @@ The MCP tool ``open_transcript_viewer`` sends it as ``structuredContent`` and th
 takes the same). Chapters are the outline's: the video's own, else sections of about five
 minutes (``sections`` says which), so a video without chapters can still be jumped through.
 ``link`` is the moment link with ``<seconds>`` where the whole seconds go, made here once so the
-page needs no knowledge of platforms; ``None`` where the video has no shareable link.
+page needs no knowledge of platforms; ``None`` where the video has no shareable link. ``PageView`` is what the web app reads
+(``GET /api/v1/view``): the same, with the token count a reader weighs before pasting it anywhere.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .formats.blocks import link_pattern, segments_of
 from .models import Base, Chapter, Origin, Segment, VideoContext, VideoMetadata
 from .outline import outline
 
-__all__ = ["TranscriptView", "transcript_view"]
+__all__ = ["PageView", "TranscriptView", "page_view", "transcript_view"]
 
 
 class TranscriptView(Base, kw_only=True):
@@ -30,6 +31,11 @@ class TranscriptView(Base, kw_only=True):
     link: str | None = None
     language: str | None = None
     origin: Origin | None = None
+
+
+class PageView(TranscriptView, kw_only=True):
+    total_tokens: int = 0
+    """What the whole transcript costs in ``text`` (as ``/outline``'s ``totalTokens``)."""
 
 
 def transcript_view(context: VideoContext) -> TranscriptView:
@@ -49,3 +55,9 @@ def transcript_view(context: VideoContext) -> TranscriptView:
         language=transcript.language if transcript else None,
         origin=transcript.origin if transcript else None,
     )
+
+
+def page_view(context: VideoContext, total_tokens: int) -> PageView:
+    """``transcript_view`` with the transcript's token count, for the web app."""
+    view = transcript_view(context)
+    return PageView(**msgspec.structs.asdict(view), total_tokens=total_tokens)

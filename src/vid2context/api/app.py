@@ -39,6 +39,8 @@ from .search import search_route
 from .skips import SKIP_ROUTES
 from .uploads import upload
 from .videos import comments, context, items, metadata, transcript
+from .view import view
+from .webapp import WEBAPP_ROUTES
 from .webhooks import WEBHOOK_ROUTES
 
 __all__ = ["create_app"]
@@ -159,6 +161,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             items,
             section,
             outline,
+            view,
             comments,
             pack_get,
             pack_post,
@@ -185,6 +188,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
             *ANSWER_ROUTES,
             *ACCOUNT_ROUTES,
             *WEBHOOK_ROUTES,
+            *WEBAPP_ROUTES,
             *mcp.route_handlers,
             *(oauth.route_handlers if oauth else ()),
         ],

@@ -15,6 +15,7 @@ from litestar.params import QueryParameter
 from ..errors import ErrorCode, VidError
 from ..formats import RenderOptions, render_view
 from ..includes import parse_include
+from ..models import VideoContext
 from ..outline import ApiOutline, get_section, outline_for_api, text_costs
 from ..pipeline import get_context
 from ..timecode import format_timestamp, parse_time
@@ -36,7 +37,7 @@ from .params import (
 )
 from .videos import CONTENT_LANGUAGE, TEXT_MIME, text_response
 
-__all__ = ["outline", "section"]
+__all__ = ["load_context", "outline", "section"]
 
 _MAX_CHAPTER_CHARS = 200
 _TIME = "Seconds (90), m:ss (1:30), h:mm:ss or units (1h2m5s)."
@@ -52,13 +53,22 @@ async def outline(
 ) -> ApiOutline:
     """Chapters (or five-minute sections) with token counts, and the total: what ``/section`` for
     each and ``/transcript`` cost in ``text`` (header included)."""
+    found, checked_lang = await load_context(request, url, mode, lang, refresh)
+    return outline_for_api(found, costs=text_costs(checked_lang))
+
+
+async def load_context(
+    request: Request, url: str | None, mode: str | None, lang: str | None, refresh: str | None
+) -> tuple[VideoContext, str | None]:
+    """The context a reading route names (library first), its arguments checked before anything
+    is fetched; the checked language too, which the token counts depend on."""
     source = require_url(url)
     checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
     again = parse_bool("refresh", refresh)
     runtime = runtime_of(request)
     ctx = request_ctx(request, runtime)
     found = await get_context(runtime, source, mode=checked_mode, lang=checked_lang, refresh=again, ctx=ctx)
-    return outline_for_api(found, costs=text_costs(checked_lang))
+    return found, checked_lang
 
 
 def _given(value: str | None) -> str | None:

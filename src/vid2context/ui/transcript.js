@@ -97,7 +97,8 @@ function segmentAt(segments, seconds) {
 /**
  * Render `view` into `root` (its children are replaced). Returns {search(query), jump(seconds)}:
  * what the search box and the chapter buttons do, for a host page that drives them itself.
- * `options.idPrefix` keeps ids unique when a page holds several transcripts.
+ * `options.idPrefix` keeps ids unique when a page holds several transcripts; `options.searchLabel`
+ * names the search box (the web app's "Search in this video").
  */
 export function renderTranscript(root, view, options = {}) {
   const doc = root.ownerDocument;
@@ -140,7 +141,7 @@ export function renderTranscript(root, view, options = {}) {
 
   const main = el(doc, "section", { class: "v2c-main", "aria-label": "Transcript" });
   const form = el(doc, "form", { role: "search", class: "v2c-search" });
-  form.append(el(doc, "label", { for: `${prefix}-query` }, "Search the transcript"));
+  form.append(el(doc, "label", { for: `${prefix}-query` }, options.searchLabel || "Search the transcript"));
   const input = el(doc, "input", { id: `${prefix}-query`, type: "search", autocomplete: "off" });
   const status = el(doc, "p", { class: "v2c-status", role: "status", "aria-live": "polite" });
   form.append(input, status);
