@@ -370,20 +370,20 @@ export function mountAsk(root, ctx) {
 
 
 def test_the_ask_module_is_mounted_once_with_the_interface(page: Page, origin: str) -> None:
-    """``app_ask.js`` (another branch's) is not in this tree: its section stays hidden. Served, a
-    module with ``mountAsk`` (answered here by the browser, the file's stand-in) is mounted once
-    into its section with the page's ``ctx``, whose functions do what the interface says."""
+    """The real Upload module is mounted into its section; a module with ``mountAsk`` (answered
+    here by the browser, the file's stand-in) is mounted once into its section with the page's
+    ``ctx``, whose functions do what the interface says."""
     sign_in(page, origin)
-    assert page.locator("#ask").is_hidden() and page.locator("#upload").is_hidden()
+    expect(page.locator("#upload")).to_be_visible()
+    expect(page.locator("#upload input[type=file]")).to_have_count(1)
     page.route("**/app/app_ask.js", lambda route: route.fulfill(body=PROBE, content_type="text/javascript"))
     page.reload()
     expect(page.locator("#ask")).to_be_visible()
-    assert page.locator("#upload").is_hidden()
     assert page.evaluate("window.mounts") == 1
     assert page.evaluate("window.probe") == {
         "heading": "Ask",
         "section": "ask",
-        "keys": ["apiFetch", "momentUrl", "openVideo", "scope", "showError"],
+        "keys": ["apiFetch", "apiHeaders", "momentUrl", "openVideo", "scope", "showError"],
     }
     assert page.evaluate("window.ctx.scope()") == {"videos": [], "collection": None, "selection": None}
     page.evaluate(f"window.ctx.openVideo({LONG!r})")

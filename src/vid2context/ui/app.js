@@ -484,6 +484,11 @@ async function createCollection(name, source, limit) {
 
 const ctx = {
   apiFetch,
+  /** The headers apiFetch adds, for XMLHttpRequest's upload progress (fetch reports none). */
+  apiHeaders: () => {
+    const key = storedKey();
+    return key ? { Authorization: `Bearer ${key}` } : {};
+  },
   openVideo: (idOrUrl) => {
     openVideo(idOrUrl);
   },
