@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
@@ -55,6 +55,7 @@ __all__ = [
     "AudioChunk",
     "AudioPrep",
     "PassthroughPrep",
+    "Placed",
     "RetryPlan",
     "SttPlan",
     "all_or_first_error",
@@ -347,7 +348,16 @@ def _shift(segments: list[Segment], offset: float) -> list[Segment]:
     ]
 
 
-def merge(chunks: list[AudioChunk], pieces: list[Transcript], *, producer: str) -> Transcript:
+class Placed(Protocol):
+    """Where a piece sits, all ``merge`` reads of it (an ``AudioChunk``, a ``chunking_portable.Place``)."""
+
+    @property
+    def start_sec(self) -> float: ...
+    @property
+    def overlap_sec(self) -> float: ...
+
+
+def merge(chunks: Sequence[Placed], pieces: list[Transcript], *, producer: str) -> Transcript:
     """One transcript from the pieces' transcripts, in absolute time, seams deduplicated."""
     merged: list[Segment] = []
     for chunk, piece in zip(chunks, pieces, strict=True):

@@ -27,6 +27,7 @@ import bisect
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 from .audio_mp3 import Mp3Error, Mp3Layout, has_id3, read_mp3
 from .audio_wav import WavError, WavLayout, is_wav, read_wav, wav_piece
@@ -35,7 +36,7 @@ from .ctx import Ctx
 from .errors import ErrorCode, VidError
 from .providers.speech import AudioInput
 
-__all__ = ["OVERLAP_SEC", "PortablePrep", "mp3_cuts", "wav_cuts"]
+__all__ = ["OVERLAP_SEC", "Cutting", "Place", "PortablePrep", "cutting", "mp3_cuts", "wav_cuts"]
 
 OVERLAP_SEC = 3.0
 """How much of the previous piece each piece repeats (at most a quarter of a piece), as the
@@ -133,9 +134,79 @@ class PortablePrep:
         return chunk.audio
 
 
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where one piece sits: its frames, its bytes in the whole file, its times (seconds)."""
+
+    index: int
+    first: int
+    """The first frame (MP3) or sample frame (WAV) of the piece."""
+    end: int
+    byte_start: int
+    byte_end: int
+    """The piece's frames are ``data[byte_start:byte_end]`` of the whole (MP3: minus any junk
+    between frames)."""
+    start_sec: float
+    end_sec: float
+    overlap_sec: float
+
+
+@dataclass(frozen=True, slots=True)
+class Cutting:
+    """How one audio is cut: the same bytes and limits always give the same cuts, so a piece can
+    be planned in one place and made in another (``job_pieces``: one queue message per piece)."""
+
+    container: str
+    """``wav`` or ``mp3``."""
+    cuts: list[tuple[int, int, int]]
+    unit_sec: float
+    duration_sec: float
+    make: Callable[[int, int], bytes]
+    span: Callable[[int, int], tuple[int, int]]
+
+    def place(self, index: int) -> Place:
+        first, end, carried = self.cuts[index]
+        byte_start, byte_end = self.span(first, end)
+        last = index == len(self.cuts) - 1
+        return Place(
+            index=index,
+            first=first,
+            end=end,
+            byte_start=byte_start,
+            byte_end=byte_end,
+            start_sec=round(first * self.unit_sec, 6),
+            end_sec=round(self.duration_sec if last else end * self.unit_sec, 6),
+            overlap_sec=round(carried * self.unit_sec, 6),
+        )
+
+    def chunk(self, audio: AudioInput, index: int) -> AudioChunk:
+        """Piece ``index``, made now."""
+        place = self.place(index)
+        stem = audio.filename.rsplit(".", 1)[0] or "audio"
+        mime = "audio/wav" if self.container == "wav" else "audio/mpeg"
+        return AudioChunk(
+            index=index,
+            start_sec=place.start_sec,
+            end_sec=place.end_sec,
+            overlap_sec=place.overlap_sec,
+            audio=AudioInput(
+                kind="bytes",
+                data=self.make(place.first, place.end),
+                filename=f"{stem}-{index + 1:03d}.{self.container}",
+                mime=mime,
+                duration_sec=(place.end - place.first) * self.unit_sec,
+            ),
+        )
+
+
 def _plan(
     audio: AudioInput, data: bytes, *, max_bytes: int, max_sec: float
 ) -> AsyncIterator[AudioChunk] | None:
+    cut = cutting(audio, data, max_bytes=max_bytes, max_sec=max_sec)
+    return None if cut is None else _pieces(audio, cut)
+
+
+def cutting(audio: AudioInput, data: bytes, *, max_bytes: int, max_sec: float) -> Cutting | None:
     """The pieces of a cuttable container over the limits; ``None`` when the audio is to be sent
     whole (it fits, or it cannot be cut and fits); raises when it cannot be cut and does not fit."""
     over = len(data) > max_bytes
@@ -145,8 +216,10 @@ def _plan(
             if not over and wav.duration_sec <= max_sec:
                 return None
             cuts = wav_cuts(wav, max_bytes=max_bytes, max_sec=max_sec)
-            return _pieces(audio, cuts, 1 / wav.sample_rate, wav.duration_sec, "wav", "audio/wav",
-                           lambda first, end: wav_piece(data, wav, first, end))  # fmt: skip
+            at, align = wav.data_start, wav.block_align
+            return Cutting("wav", cuts, 1 / wav.sample_rate, wav.duration_sec,
+                           lambda first, end: wav_piece(data, wav, first, end),
+                           lambda first, end: (at + first * align, at + end * align))  # fmt: skip
         if _named(data) is None and (_says_mp3(audio) or has_id3(data) or _starts_mp3(data)):
             mp3 = _read_mp3(audio, data, max_bytes if over else None)
             if mp3 is None:
@@ -154,8 +227,10 @@ def _plan(
             if not over and mp3.duration_sec <= max_sec:
                 return None
             cuts = mp3_cuts(mp3, max_bytes=max_bytes, max_sec=max_sec)
-            return _pieces(audio, cuts, mp3.frame_sec, mp3.duration_sec, "mp3", "audio/mpeg",
-                           lambda first, end: mp3.piece(data, first, end))  # fmt: skip
+            bounds, lengths = mp3.bounds, mp3.lengths
+            return Cutting("mp3", cuts, mp3.frame_sec, mp3.duration_sec,
+                           lambda first, end: mp3.piece(data, first, end),
+                           lambda first, end: (bounds[first], bounds[end - 1] + lengths[end - 1]))  # fmt: skip
     except WavError as error:
         if not over:
             return None  # sent whole: the service may still read it
@@ -205,30 +280,8 @@ def _broken(audio: AudioInput, kind: str, reason: str) -> VidError:
     )
 
 
-async def _pieces(
-    audio: AudioInput,
-    cuts: list[tuple[int, int, int]],
-    unit_sec: float,
-    duration: float,
-    extension: str,
-    mime: str,
-    make: Callable[[int, int], bytes],
-) -> AsyncIterator[AudioChunk]:
+async def _pieces(audio: AudioInput, cut: Cutting) -> AsyncIterator[AudioChunk]:
     """Each piece's bytes made only as it is taken, so at most the window's pieces are in memory
     beside the whole."""
-    stem = audio.filename.rsplit(".", 1)[0] or "audio"
-    for index, (first, end, carried) in enumerate(cuts):
-        piece = make(first, end)
-        yield AudioChunk(
-            index=index,
-            start_sec=round(first * unit_sec, 6),
-            end_sec=round(duration if index == len(cuts) - 1 else end * unit_sec, 6),
-            overlap_sec=round(carried * unit_sec, 6),
-            audio=AudioInput(
-                kind="bytes",
-                data=piece,
-                filename=f"{stem}-{index + 1:03d}.{extension}",
-                mime=mime,
-                duration_sec=(end - first) * unit_sec,
-            ),
-        )
+    for index in range(len(cut.cuts)):
+        yield cut.chunk(audio, index)
