@@ -306,3 +306,41 @@ async def test_a_piece_that_fails_for_good_fails_the_job_with_its_real_error(
     for isolate in isolates:
         await isolate.aclose()
     await spread.kill()
+
+
+async def test_an_upload_that_fits_one_request_is_one_message(
+    miniflare: MiniflareHarness, env: QueueEnv, fake: FakeWhisper, talk: tuple[Path, Path, list[Word]]
+) -> None:
+    env.VID2CONTEXT_STT_CHUNK_SEC = "600"
+    isolates = [Isolate(env)]
+    spread = await Spread(isolates).start()
+    miniflare.set_consumer(spread.url)
+    data, filename, mime = _media(talk, "mp3")
+    upload = await _upload(isolates[0], data, filename, mime)
+    job = await _json(isolates[0], "/api/v1/jobs", {"kind": "context", "input": upload})
+    done = await _until_final(isolates[0], job["id"])
+    assert done["status"] == "succeeded", done
+    assert sorted(spread.ran_on) == ["plan"] and len(fake.answered) == 1  # run whole in the plan's message
+    assert done["result"]["transcript"]["note"] is None
+    await isolates[0].aclose()
+    await spread.kill()
+
+
+@pytest.mark.parametrize("container", ["wav", "mp3"])
+def test_the_cut_is_the_same_every_time_and_its_places_name_the_piece_bytes(
+    talk: tuple[Path, Path, list[Word]], container: str
+) -> None:
+    data, filename, mime = _media(talk, container)
+    audio = AudioInput.from_bytes(data, filename=filename, mime=mime)
+    first = cutting(audio, data, max_bytes=60_000, max_sec=PIECE_SEC)
+    again = cutting(AudioInput.from_bytes(bytes(data), filename="x", mime=mime), bytes(data), max_bytes=60_000,
+                    max_sec=PIECE_SEC)  # fmt: skip
+    assert first is not None and again is not None and len(first.cuts) >= 4
+    places = [first.place(i) for i in range(len(first.cuts))]
+    assert places == [again.place(i) for i in range(len(again.cuts))]
+    assert places[0].start_sec == 0 and places[-1].end_sec == pytest.approx(first.duration_sec)
+    for place in places:
+        piece = first.chunk(audio, place.index).audio.data or b""
+        frames = data[place.byte_start : place.byte_end]
+        assert piece.endswith(frames) if container == "wav" else piece == frames
+        assert place.index == 0 or 0 < place.overlap_sec <= PIECE_SEC / 4
