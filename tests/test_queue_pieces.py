@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,39 +25,19 @@ from vid2context.runtime import build_runtime
 from vid2context.settings import load_settings
 from vid2context.uploads import save_upload
 
-from .fake_whisper import FakeWhisper, Word, tone_audio
+from . import test_worker_long_audio as _long_audio
+from .fake_whisper import FakeWhisper, Word
 from .miniflare_harness import MiniflareHarness, apply_migrations
 from .queue_bridge import Batch, Bridge
-from .test_queue_jobs import WAIT_S, QueueEnv
+from .test_queue_jobs import WAIT_S, QueueEnv, _json, _until_final
 from .test_worker_entry import Isolate, workers
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
+talk, fake = _long_audio.talk, _long_audio.fake
+"""The fixtures: the 50 s talk (WAV and MP3, its words), the Whisper stand-in."""
+
 PIECE_SEC = 12
-
-
-@pytest.fixture(scope="module")
-def talk(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[Word]]:
-    """Sentences of three 0.5 s words with a pause after each, 50 s long: as WAV and MP3."""
-    spoken, at = [], 0.0
-    for sentence in range(16):
-        for j in range(3):
-            spoken.append((sentence * 3 + j, at, at + 0.5))
-            at += 0.65
-        at += 1.0
-    folder = tmp_path_factory.mktemp("talk")
-    wav = folder / "talk.wav"
-    words = tone_audio(wav, spoken, total=at + 0.3)
-    mp3 = folder / "talk.mp3"
-    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(wav), "-c:a", "libmp3lame", "-b:a", "32k",
-                    str(mp3)], check=True)  # fmt: skip
-    return wav, mp3, words
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeWhisper]:
-    with FakeWhisper(key=None) as server:
-        yield server
 
 
 SETTINGS = {
@@ -117,18 +96,6 @@ class Spread(Bridge):
         return 200, {"decisions": [d for d in decisions if d is not None]}
 
 
-async def _json(isolate: Isolate, path: str, body: Any = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    response = await isolate.fetch(
-        path,
-        method="GET" if body is None else "POST",
-        headers={"content-type": "application/json"},
-        body=data,
-    )
-    assert response.status < 300, response.text()
-    return json.loads(response.body)
-
-
 async def _upload(isolate: Isolate, data: bytes, filename: str, mime: str) -> str:
     request = httpx.Request("POST", "http://x/api/v1/uploads", files={"file": (filename, data, mime)})
     body = request.read()
@@ -137,15 +104,6 @@ async def _upload(isolate: Isolate, data: bytes, filename: str, mime: str) -> st
     )
     assert response.status < 300, response.text()
     return json.loads(response.body)["input"]
-
-
-async def _until_final(isolate: Isolate, job_id: str) -> dict[str, Any]:
-    async with asyncio.timeout(WAIT_S):
-        while True:
-            job = await _json(isolate, f"/api/v1/jobs/{job_id}")
-            if job["status"] in ("succeeded", "failed", "canceled"):
-                return job
-            await asyncio.sleep(0.2)
 
 
 async def _in_memory(fake: FakeWhisper, data: bytes, filename: str, mime: str) -> dict[str, Any]:
