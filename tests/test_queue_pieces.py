@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from vid2context.chunking_portable import cutting
+from vid2context.ctx import Ctx
 from vid2context.pipeline import get_context
 from vid2context.providers.speech import AudioInput
 from vid2context.runtime import build_runtime
@@ -302,3 +303,29 @@ def test_the_cut_is_the_same_every_time_and_its_places_name_the_piece_bytes(
         frames = data[place.byte_start : place.byte_end]
         assert piece.endswith(frames) if container == "wav" else piece == frames
         assert place.index == 0 or 0 < place.overlap_sec <= PIECE_SEC / 4
+
+
+async def test_a_piece_not_where_the_plan_put_it_is_refused(talk: tuple[Path, Path, list[Word]]) -> None:
+    from vid2context.errors import ErrorCode, VidError
+    from vid2context.job_pieces import CONTEXT_SPLIT, piece_limits
+
+    data, filename, mime = _media(talk, "mp3")
+    runtime = build_runtime(load_settings({"VID2CONTEXT_STT_URL": "http://127.0.0.1:9/v1", **SETTINGS}))
+    try:
+        info = await save_upload(runtime, data, filename, mime)
+        assert piece_limits(runtime) == (24 * 1024 * 1024, PIECE_SEC)
+        planned = await CONTEXT_SPLIT.plan(runtime, info.input, {}, Ctx(), _no_items)
+        assert not planned.whole and len(planned.units) == len(_pieces(data, filename, mime))
+        assert planned.extra["metadata"]["title"] == "lecture"
+        moved = {**planned.units[1], "place": {**planned.units[1]["place"], "first": 0}}
+        with pytest.raises(VidError) as refused:
+            await CONTEXT_SPLIT.run(runtime, moved, Ctx())
+        assert refused.value.code is ErrorCode.INTERNAL and "Piece 2" in refused.value.message
+        for other in ({"mode": "captions"}, {"mode": "video"}):  # not cut: run whole, as before
+            assert (await CONTEXT_SPLIT.plan(runtime, info.input, other, Ctx(), _no_items)).whole
+    finally:
+        await runtime.aclose()
+
+
+async def _no_items(event: Any) -> None:
+    raise AssertionError(f"no item event while planning pieces: {event}")
