@@ -30,13 +30,14 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from .audio_mp3 import Mp3Error, Mp3Layout, has_id3, read_mp3
+from .audio_ogg import OggError, OggLayout, UnsupportedOgg, is_ogg, read_ogg
 from .audio_wav import WavError, WavLayout, is_wav, read_wav, wav_piece
 from .chunking import AudioChunk, PassthroughPrep, too_large
 from .ctx import Ctx
 from .errors import ErrorCode, VidError
 from .providers.speech import AudioInput
 
-__all__ = ["OVERLAP_SEC", "Cutting", "Place", "PortablePrep", "cutting", "mp3_cuts", "wav_cuts"]
+__all__ = ["OVERLAP_SEC", "Cutting", "Place", "PortablePrep", "cutting", "mp3_cuts", "ogg_cuts", "wav_cuts"]
 
 OVERLAP_SEC = 3.0
 """How much of the previous piece each piece repeats (at most a quarter of a piece), as the
@@ -159,7 +160,8 @@ class Cutting:
     container: str
     """``wav`` or ``mp3``."""
     cuts: list[tuple[int, int, int]]
-    unit_sec: float
+    time_of: Callable[[int], float]
+    """When unit (frame, sample frame, page) ``i`` starts, in seconds."""
     duration_sec: float
     make: Callable[[int, int], bytes]
     span: Callable[[int, int], tuple[int, int]]
@@ -174,16 +176,16 @@ class Cutting:
             end=end,
             byte_start=byte_start,
             byte_end=byte_end,
-            start_sec=round(first * self.unit_sec, 6),
-            end_sec=round(self.duration_sec if last else end * self.unit_sec, 6),
-            overlap_sec=round(carried * self.unit_sec, 6),
+            start_sec=round(self.time_of(first), 6),
+            end_sec=round(self.duration_sec if last else self.time_of(end), 6),
+            overlap_sec=round(self.time_of(first + carried) - self.time_of(first), 6),
         )
 
     def chunk(self, audio: AudioInput, index: int) -> AudioChunk:
         """Piece ``index``, made now."""
         place = self.place(index)
         stem = audio.filename.rsplit(".", 1)[0] or "audio"
-        mime = "audio/wav" if self.container == "wav" else "audio/mpeg"
+        mime = {"wav": "audio/wav", "mp3": "audio/mpeg", "ogg": "audio/ogg"}[self.container]
         return AudioChunk(
             index=index,
             start_sec=place.start_sec,
@@ -194,7 +196,7 @@ class Cutting:
                 data=self.make(place.first, place.end),
                 filename=f"{stem}-{index + 1:03d}.{self.container}",
                 mime=mime,
-                duration_sec=(place.end - place.first) * self.unit_sec,
+                duration_sec=self.time_of(place.end) - self.time_of(place.first),
             ),
         )
 
@@ -210,14 +212,16 @@ def cutting(audio: AudioInput, data: bytes, *, max_bytes: int, max_sec: float) -
     """The pieces of a cuttable container over the limits; ``None`` when the audio is to be sent
     whole (it fits, or it cannot be cut and fits); raises when it cannot be cut and does not fit."""
     over = len(data) > max_bytes
+    if is_ogg(data):
+        return _ogg(audio, data, over, max_bytes=max_bytes, max_sec=max_sec)
     try:
         if is_wav(data):
             wav = read_wav(data)
             if not over and wav.duration_sec <= max_sec:
                 return None
             cuts = wav_cuts(wav, max_bytes=max_bytes, max_sec=max_sec)
-            at, align = wav.data_start, wav.block_align
-            return Cutting("wav", cuts, 1 / wav.sample_rate, wav.duration_sec,
+            at, align, rate = wav.data_start, wav.block_align, wav.sample_rate
+            return Cutting("wav", cuts, lambda i: i / rate, wav.duration_sec,
                            lambda first, end: wav_piece(data, wav, first, end),
                            lambda first, end: (at + first * align, at + end * align))  # fmt: skip
         if _named(data) is None and (_says_mp3(audio) or has_id3(data) or _starts_mp3(data)):
@@ -227,8 +231,8 @@ def cutting(audio: AudioInput, data: bytes, *, max_bytes: int, max_sec: float) -
             if not over and mp3.duration_sec <= max_sec:
                 return None
             cuts = mp3_cuts(mp3, max_bytes=max_bytes, max_sec=max_sec)
-            bounds, lengths = mp3.bounds, mp3.lengths
-            return Cutting("mp3", cuts, mp3.frame_sec, mp3.duration_sec,
+            bounds, lengths, frame_sec = mp3.bounds, mp3.lengths, mp3.frame_sec
+            return Cutting("mp3", cuts, lambda i: i * frame_sec, mp3.duration_sec,
                            lambda first, end: mp3.piece(data, first, end),
                            lambda first, end: (bounds[first], bounds[end - 1] + lengths[end - 1]))  # fmt: skip
     except WavError as error:
@@ -242,6 +246,60 @@ def cutting(audio: AudioInput, data: bytes, *, max_bytes: int, max_sec: float) -
         reason = f"{kind} cannot be cut here" if kind else "only WAV and MP3 can be cut here"
         raise too_large(audio, max_bytes, reason)
     return None
+
+
+def _ogg(audio: AudioInput, data: bytes, over: bool, *, max_bytes: int, max_sec: float) -> Cutting | None:
+    try:
+        ogg = read_ogg(data)
+    except UnsupportedOgg as error:
+        if over:
+            raise too_large(audio, max_bytes, f"{error} cannot be cut here") from None
+        return None
+    except OggError as error:
+        if not over:
+            return None  # sent whole: the service may still read it
+        raise _broken(audio, "Ogg", str(error)) from None
+    if not over and ogg.duration_sec <= max_sec:
+        return None
+    try:
+        cuts = ogg_cuts(ogg, max_bytes=max_bytes, max_sec=max_sec)
+    except _NoRoom:
+        raise too_large(audio, max_bytes, "a single page of it does not fit") from None
+    starts, ends = ogg.starts, ogg.ends
+    return Cutting("ogg", cuts, ogg.time_of, ogg.duration_sec,
+                   lambda first, end: ogg.piece(data, first, end),
+                   lambda first, end: (starts[first], ends[end - 1]))  # fmt: skip
+
+
+def ogg_cuts(
+    layout: OggLayout, *, max_bytes: int, max_sec: float, overlap_sec: float = OVERLAP_SEC
+) -> list[tuple[int, int, int]]:
+    """The pieces of an Ogg stream as (first page, end page, pages of overlap): as many pages as
+    ``max_sec`` allows and their bytes, after the header pages, fit ``max_bytes``; no piece
+    starts on a page that continues a packet."""
+    room = max_bytes - len(layout.headers)
+    pages, time_of = layout.pages, layout.time_of
+    pieces: list[tuple[int, int, int]] = []
+    first, carried = 0, 0
+    while True:
+        begin, start = layout.starts[first], time_of(first)
+        end = first + 1
+        while end < pages and layout.ends[end] - begin <= room and time_of(end + 1) - start <= max_sec:
+            end += 1
+        while end < pages and layout.continued[end] and end > first + 1:
+            end -= 1  # the next piece cannot start inside a packet
+        if layout.ends[end - 1] - begin > room or (end < pages and layout.continued[end]):
+            raise _NoRoom("max_bytes holds no run of whole Ogg packets")
+        pieces.append((first, end, carried))
+        if end >= pages:
+            return pieces
+        target = time_of(end) - min(overlap_sec, (time_of(end) - start) / 4)
+        again = end
+        while again - 1 > first and time_of(again - 1) >= target:
+            again -= 1
+        while again < end and layout.continued[again]:
+            again += 1
+        first, carried = again, end - again
 
 
 def _read_mp3(audio: AudioInput, data: bytes, cap: int | None) -> Mp3Layout | None:
@@ -274,7 +332,7 @@ def _starts_mp3(data: bytes) -> bool:
 def _broken(audio: AudioInput, kind: str, reason: str) -> VidError:
     return VidError(
         ErrorCode.BAD_REQUEST,
-        f"{audio.describe()} is {'an' if kind == 'MP3' else 'a'} {kind} file that cannot be read: {reason}.",
+        f"{audio.describe()} is {'an' if kind in ('MP3', 'Ogg') else 'a'} {kind} file that cannot be read: {reason}.",
         hint=f"Send a whole, playable {kind} file (export it again), or tell the user the local runtime "
         "reads damaged media with ffmpeg (`vid2context get FILE`).",
     )
