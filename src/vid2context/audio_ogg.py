@@ -16,10 +16,12 @@ should not), sequence numbers renumbered after the headers, end of stream set on
 CRCs computed again. Other codecs in Ogg (FLAC, Speex, Theora video) and streams with several
 serials (multiplexed or chained) are not cut.
 
-Times: a page ``i`` starts at the granule of the page before it, over the rate (Opus: its output
-after pre-skip starts there; the first piece at 0). Like MP3's bit reservoir, a decoder starting
-mid-stream needs a packet or so to settle (Opus's pre-roll, Vorbis's first half-window), a few
-tens of milliseconds that ``chunking_portable.OVERLAP_SEC`` covers.
+Times: a piece from page ``i`` is heard from the granule of the page before it, over the rate
+(a decoder drops Opus's pre-skip from the piece's start again, which puts its first sample at the
+original's time of that granule; the first piece at 0). Vorbis's first packet only primes the
+decoder, so a Vorbis piece is heard from up to half a long block (64 ms at 16 kHz) later. Like
+MP3's bit reservoir, a decoder starting mid-stream needs a packet or so to settle, a few tens of
+milliseconds that ``chunking_portable.OVERLAP_SEC`` covers.
 
 The CRC is Ogg's (polynomial 0x04C11DB7, not reflected, no final XOR), computed with ``zlib``'s
 reflected CRC-32 over bit-reversed bytes, so a 25 MB file costs a few C passes, not a Python loop.
@@ -85,14 +87,17 @@ class OggLayout:
         return len(self.starts)
 
     def start_granule(self, index: int) -> int:
-        """Where page ``index`` starts, as a granule: where the one before it ends."""
-        return self.granules[index - 1] if index > 0 else self.base
+        """Where page ``index`` starts, as a granule: where the one before it ends (0 for the first)."""
+        return self.granules[index - 1] if index > 0 else 0
 
     def time_of(self, index: int) -> float:
-        """The time page ``index`` starts at (``index == pages``: the end)."""
+        """The time of a piece's first sample when it starts at page ``index`` (``index ==
+        pages``: the end). A decoder drops Opus's pre-skip from every piece again, so a piece
+        from page ``i`` is heard from the granule it starts at plus the pre-skip: the original's
+        time of that granule."""
         if index >= self.pages:
             return self.duration_sec
-        return max(0, self.start_granule(index) - self.base) / self.rate
+        return self.start_granule(index) / self.rate
 
     @property
     def duration_sec(self) -> float:
@@ -100,7 +105,7 @@ class OggLayout:
 
     def piece(self, data: bytes, first: int, end: int) -> bytes:
         """Audio pages ``[first, end)`` after the headers, as a stream of their own."""
-        shift = self.start_granule(first) - self.base
+        shift = self.start_granule(first)  # the piece's granules count its own samples from 0
         out = [self.headers]
         for n, index in enumerate(range(first, end)):
             page = bytearray(data[self.starts[index] : self.ends[index]])

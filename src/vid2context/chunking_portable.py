@@ -1,11 +1,11 @@
-"""The portable ``chunking.AudioPrep``: long WAV and MP3 cut in pure Python, where no ffmpeg is.
+"""The portable ``chunking.AudioPrep``: long WAV, MP3 and Ogg cut in pure Python, where no ffmpeg is.
 
-On the Worker (and anywhere ffmpeg is missing) audio cannot be decoded, but the two containers
-most speech arrives in can be cut without decoding: WAV on sample frames (``audio_wav``), MP3 on
-frame boundaries (``audio_mp3``). ``PortablePrep`` cuts them into pieces of at most ``max_bytes``
+On the Worker (and anywhere ffmpeg is missing) audio cannot be decoded, but the containers most
+speech arrives in can be cut without decoding: WAV on sample frames (``audio_wav``), MP3 on frame
+boundaries (``audio_mp3``), Ogg Opus and Vorbis on page boundaries (``audio_ogg``). ``PortablePrep`` cuts them into pieces of at most ``max_bytes``
 and ``max_sec`` each, so ``chunking.transcribe_audio`` sends them concurrently and merges them
 as it does the local runtime's ffmpeg pieces. Offsets come from the container itself (frames
-over the sample rate), so every segment lands at its absolute time.
+over the sample rate, Ogg granule positions), so every segment lands at its absolute time.
 
 Cuts are hard (there is no decoded audio to find silences in): every piece after the first starts
 ``OVERLAP_SEC`` before the previous one ends, so a word cut in two is heard whole by one of them,
@@ -15,9 +15,10 @@ frames, which cannot be decoded when they borrow from the bit reservoir of frame
 Audio that fits both limits is sent whole, as it is, whatever its container. Audio over
 ``max_bytes`` in another container is refused::
 
-    WAV or MP3 over the limits ........................ cut into pieces
-    over the cap, says WAV or MP3 but cannot be read ... bad-request (what is wrong with it)
-    Ogg, MP4/M4A, WebM/Matroska, FLAC, anything else ... too-large (cannot be cut here)
+    WAV, MP3 or Ogg Opus/Vorbis over the limits ........ cut into pieces
+    over the cap, says WAV, MP3 or Ogg, cannot be read .. bad-request (what is wrong with it)
+    Ogg FLAC/Speex/Theora, several Ogg streams ......... too-large (cannot be cut here)
+    MP4/M4A, WebM/Matroska, FLAC, anything else ........ too-large (cannot be cut here)
     a file path, 0 bytes ............................... as chunking.PassthroughPrep
 """
 
@@ -113,7 +114,7 @@ def mp3_cuts(
 
 
 class PortablePrep:
-    """``AudioPrep`` without ffmpeg: WAV and MP3 cut in memory; other audio whole or refused."""
+    """``AudioPrep`` without ffmpeg: WAV, MP3 and Ogg cut in memory; other audio whole or refused."""
 
     def __init__(self) -> None:
         self._whole = PassthroughPrep()
@@ -243,7 +244,9 @@ def cutting(audio: AudioInput, data: bytes, *, max_bytes: int, max_sec: float) -
         raise too_large(audio, max_bytes, "a single frame of it does not fit") from None
     if over:
         kind = _named(data)
-        reason = f"{kind} cannot be cut here" if kind else "only WAV and MP3 can be cut here"
+        reason = (
+            f"{kind} cannot be cut here" if kind else "only WAV, MP3 and Ogg (Opus, Vorbis) can be cut here"
+        )
         raise too_large(audio, max_bytes, reason)
     return None
 
@@ -312,7 +315,7 @@ def _read_mp3(audio: AudioInput, data: bytes, cap: int | None) -> Mp3Layout | No
         if _says_mp3(audio) and cap is not None:
             raise _broken(audio, "MP3", str(error)) from None
         if cap is not None:
-            raise too_large(audio, cap, "only WAV and MP3 can be cut here") from None
+            raise too_large(audio, cap, "only WAV, MP3 and Ogg (Opus, Vorbis) can be cut here") from None
         return None
 
 
