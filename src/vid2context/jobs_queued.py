@@ -7,9 +7,9 @@ submitted job is a row in the ledger and a message on the queue. Each message is
 (``job_units.py``): ``plan`` (expand the lists, write one unit per video and send their
 messages), ``u:NNNN`` (one video; for ``context``, one piece of a long upload: ``job_pieces.py``),
 ``finish`` (put the results together), or ``all`` for kinds that run whole (a plan may also find
-nothing to cut and run the kind whole itself: ``context`` of anything but a long upload). Whichever isolate the queue hands a message to runs it; the job's state, its
-progress and its numbered events are rows, so any isolate answers ``GET /jobs/:id`` and replays
-its events.
+nothing to cut and run the kind whole itself: ``context`` of anything but a long upload).
+Whichever isolate the queue hands a message to runs it; the job's state, its progress and its
+numbered events are rows, so any isolate answers ``GET /jobs/:id`` and replays its events.
 
 Redelivery is expected (an isolate can die after doing the work and before the ack): a unit is
 settled by a conditional update, so one done already is skipped, and ``finish`` is sent again by
