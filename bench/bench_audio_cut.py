@@ -3,7 +3,8 @@
 On the Worker every CPU-millisecond of a request counts against its limit, so the figure that
 matters is what cutting long audio costs there. The audio is talk.wav (espeak-ng speech, from
 ``tests/fixtures/media``) looped to ``BENCH_CUT_SECONDS`` (default 3600) and encoded to MP3 at 32
-and 64 kbit/s (16 kHz mono), and, for WAV, ten minutes of 16 kHz mono PCM (19 MB). Each is cut
+and 64 kbit/s (16 kHz mono) and to Ogg Opus at 32 kbit/s, and, for WAV, ten minutes of 16 kHz
+mono PCM (19 MB). Each is cut
 into the pieces a 16 MB rung takes (Workers AI), each at most 10 minutes, by:
 
 - ``python``: ``PortablePrep.chunks`` read to its end, every piece's bytes made (CPU time of this
@@ -51,6 +52,10 @@ def _make(folder: Path, seconds: int) -> dict[str, Path]:
         _ffmpeg("-stream_loop", loops, "-i", str(TALK), "-t", str(seconds), "-ac", "1", "-ar", "16000",
                 "-c:a", "libmp3lame", "-b:a", rate, str(path))  # fmt: skip
         files[f"mp3 {rate} {seconds}s"] = path
+    opus = folder / "talk.opus.ogg"
+    _ffmpeg("-stream_loop", loops, "-i", str(TALK), "-t", str(seconds), "-ac", "1", "-ar", "16000",
+            "-c:a", "libopus", "-b:a", "32k", str(opus))  # fmt: skip
+    files[f"ogg opus 32k {seconds}s"] = opus
     wav = folder / "talk.wav"
     _ffmpeg("-stream_loop", "25", "-i", str(TALK), "-t", "600", "-ac", "1", "-ar", "16000", str(wav))
     files["wav 600s"] = wav
@@ -84,7 +89,7 @@ def _ffmpeg_segments(path: Path, folder: Path) -> float:
 def run() -> dict[str, object]:
     seconds = int(os.environ.get("BENCH_CUT_SECONDS", "3600"))
     rounds = int(os.environ.get("BENCH_CUT_ROUNDS", "3"))
-    figures: dict[str, object] = {}
+    figures: dict[str, object] = {"load_average_1m_before": round(os.getloadavg()[0], 2)}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for label, path in _make(folder, seconds).items():
@@ -102,4 +107,5 @@ def run() -> dict[str, object]:
                 "ffmpeg_copy_cpu_s": round(ff, 3),
                 "ratio": round(py / ff, 2) if ff else None,
             }
+    figures["load_average_1m_after"] = round(os.getloadavg()[0], 2)
     return figures

@@ -9,7 +9,8 @@ It answers the three wire protocols the rungs speak:
   REST: JSON with base64 audio, answer wrapped in ``{"result": ..., "success": true}``).
 
 Like the real services it refuses a file over ``max_bytes`` with 413, a wrong key with 401, and
-audio it cannot decode with 400; ``fail_next`` scripts 429 (with ``Retry-After``) or 5xx answers.
+audio it cannot decode with 400; ``fail_next`` scripts 429 (with ``Retry-After``) or 5xx answers,
+``fail_audio`` a status for every request carrying given bytes.
 ``latency`` holds every answer until that many seconds after the request arrived (for the
 benchmark); ``together=n`` holds the first requests until ``n`` are in flight at once (for tests
 of concurrency, which must not depend on how fast the machine is: ``tests/together.py``).
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import itertools
 import json
 import math
@@ -189,6 +191,7 @@ class FakeWhisper:
         self.in_flight = 0
         self.peak_in_flight = 0
         self._failures: list[tuple[int, int | None]] = []
+        self._refused: dict[str, int] = {}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -199,6 +202,12 @@ class FakeWhisper:
         """The next ``count`` transcription requests get ``status`` (429 with ``Retry-After``)."""
         with self._lock:
             self._failures.extend([(status, retry_after)] * count)
+
+    def fail_audio(self, audio: bytes, status: int) -> None:
+        """Every request carrying exactly ``audio`` gets ``status``, for good (one piece the
+        service keeps failing on)."""
+        with self._lock:
+            self._refused[hashlib.sha256(audio).hexdigest()] = status
 
     @property
     def url(self) -> str:
@@ -319,6 +328,9 @@ class FakeWhisper:
         record.size = len(audio)
         with self._lock:
             failure = self._failures.pop(0) if self._failures else None
+            refused = self._refused.get(hashlib.sha256(audio).hexdigest())
+        if failure is None and refused is not None:
+            failure = (refused, None)
         if failure is not None:
             status, retry_after = failure
             headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}

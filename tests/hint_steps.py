@@ -46,6 +46,7 @@ REST_ONLY = (
     "jobs_queued.py",
     "job_kinds.py",
     "job_units.py",
+    "job_pieces.py",
     "cli.py",
     "cli_remote.py",
     "remote.py",

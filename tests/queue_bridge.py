@@ -55,6 +55,8 @@ class Bridge:
         self.entrypoint = entrypoint
         self.batches: list[Batch] = []
         self.scheduled_runs = 0
+        self.written = 0
+        """Answers written back to Miniflare (its decisions reach the queue)."""
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -101,6 +103,7 @@ class Bridge:
                     + data
                 )
                 await writer.drain()
+                self.written += 1
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:

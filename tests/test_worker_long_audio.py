@@ -3,7 +3,7 @@
 The Worker's own runtime (``build_worker_runtime`` over Miniflare's D1, KV and R2: the upload's
 bytes go through R2) and the memory runtime, with the Whisper stand-in as the only rung. The
 audio is tone words (``fake_whisper.tone_audio``), so every word and its time is known; the
-upload is over the piece size, so it is cut (WAV on frames, MP3 on frames) and the pieces are
+upload is over the piece size, so it is cut (WAV on frames, MP3 on frames, Ogg Opus on pages) and the pieces are
 sent concurrently, each a request of its own.
 """
 
@@ -43,6 +43,15 @@ def talk(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[Wor
     return wav, mp3, words
 
 
+@pytest.fixture(scope="module")
+def talk_ogg(talk: tuple[Path, Path, list[Word]]) -> Path:
+    """The same talk as Ogg Opus."""
+    ogg = talk[0].with_suffix(".ogg")
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", str(talk[0]), "-c:a", "libopus", "-b:a",
+                    "32k", str(ogg)], check=True)  # fmt: skip
+    return ogg
+
+
 @pytest.fixture
 def fake() -> Iterator[FakeWhisper]:
     with FakeWhisper(key=None) as server:
@@ -50,13 +59,13 @@ def fake() -> Iterator[FakeWhisper]:
 
 
 @ON_WORKER_TOO
-@pytest.mark.parametrize(("container", "piece_bytes"), [("wav", 400_000), ("mp3", 50_000)])
+@pytest.mark.parametrize(("container", "piece_bytes"), [("wav", 400_000), ("mp3", 50_000), ("ogg", 50_000)])
 async def test_a_long_upload_is_cut_and_transcribed_at_absolute_times(
-    runtimes: Runtimes, fake: FakeWhisper, talk: tuple[Path, Path, list[Word]], container: str,
+    runtimes: Runtimes, fake: FakeWhisper, talk: tuple[Path, Path, list[Word]], talk_ogg: Path, container: str,
     piece_bytes: int,
 ) -> None:  # fmt: skip
     wav, mp3, words = talk
-    path = wav if container == "wav" else mp3
+    path = {"wav": wav, "mp3": mp3, "ogg": talk_ogg}[container]
     runtime = await runtimes.build(
         {"VID2CONTEXT_STT_URL": f"{fake.url}/v1", "VID2CONTEXT_RATE_LIMIT": "0", "VID2CONTEXT_PUBLIC": "0"}
     )
@@ -64,9 +73,8 @@ async def test_a_long_upload_is_cut_and_transcribed_at_absolute_times(
     runtime.stt_plan.chunk_bytes = piece_bytes
     data = path.read_bytes()
     assert len(data) > 3 * piece_bytes
-    info = await save_upload(
-        runtime, data, f"lecture.{container}", f"audio/{'wav' if container == 'wav' else 'mpeg'}"
-    )
+    mime = {"wav": "audio/wav", "mp3": "audio/mpeg", "ogg": "audio/ogg"}[container]
+    info = await save_upload(runtime, data, f"lecture.{container}", mime)
     context = await get_context(runtime, info.input, mode="stt")
     transcript = context.transcript
     assert transcript is not None and transcript.note is not None and "pieces" in transcript.note

@@ -189,7 +189,10 @@ async def test_an_upload_too_large_for_one_request_is_too_large_with_a_hint(
         auto = await client.get(f"{API}/transcript", params={"url": reference})
     assert response.status_code == 413, response.text
     body = response.json()
-    assert body["error"]["code"] == "too-large" and "only WAV and MP3 can be cut" in body["error"]["message"]
+    assert (
+        body["error"]["code"] == "too-large"
+        and "only WAV, MP3 and Ogg (Opus, Vorbis) can be cut" in body["error"]["message"]
+    )
     assert "local runtime" in body["error"]["hint"] and "Traceback" not in response.text
     tried = [
         (a["id"], a.get("reason"))

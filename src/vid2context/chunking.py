@@ -8,7 +8,7 @@ speech-to-text rung:
    pass is still running), so the first requests go out before the audio has been read to its
    end. Locally that is ffmpeg (``providers/audio_local.py``: mono 16 kHz speech
    audio, cuts inside silences); on the Worker, where there is no ffmpeg, ``chunking_portable``
-   cuts WAV and MP3 without decoding them and sends other audio whole when it fits
+   cuts WAV, MP3 and Ogg without decoding them and sends other audio whole when it fits
    (``PassthroughPrep``), refusing it when it does not.
 2. The pieces are transcribed by at most ``plan.concurrency`` requests at a time, each encoded
    (``plan.prep.load``) just before a request slot frees up; no more than ``concurrency +
@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
@@ -55,6 +55,7 @@ __all__ = [
     "AudioChunk",
     "AudioPrep",
     "PassthroughPrep",
+    "Placed",
     "RetryPlan",
     "SttPlan",
     "all_or_first_error",
@@ -152,7 +153,7 @@ def too_large(audio: AudioInput, max_bytes: int, reason: str | None = None) -> V
         )
     else:
         hint = (
-            "Convert it to MP3 or WAV, which this runtime cuts into pieces (mono speech MP3 is about 14 MB "
+            "Convert it to MP3, Ogg Opus or WAV, which this runtime cuts into pieces (mono speech MP3 is about 14 MB "
             "an hour at 32 kbit/s), or tell the user the local runtime splits long audio of any kind with "
             "ffmpeg (`vid2context get FILE`)."
         )
@@ -195,7 +196,7 @@ class SttPlan:
     max_wait_s: float = 120.0
     """A ``Retry-After`` longer than this fails the rung (the next rung is tried) instead of waiting."""
     prep: AudioPrep = field(default_factory=lambda: _portable_prep())
-    """``chunking_portable.PortablePrep`` (WAV and MP3 cut in memory) unless the runtime has ffmpeg."""
+    """``chunking_portable.PortablePrep`` (WAV, MP3 and Ogg cut in memory) unless the runtime has ffmpeg."""
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     """Replaced in tests, which then see every wait without waiting."""
 
@@ -347,7 +348,16 @@ def _shift(segments: list[Segment], offset: float) -> list[Segment]:
     ]
 
 
-def merge(chunks: list[AudioChunk], pieces: list[Transcript], *, producer: str) -> Transcript:
+class Placed(Protocol):
+    """Where a piece sits, all ``merge`` reads of it (an ``AudioChunk``, a ``chunking_portable.Place``)."""
+
+    @property
+    def start_sec(self) -> float: ...
+    @property
+    def overlap_sec(self) -> float: ...
+
+
+def merge(chunks: Sequence[Placed], pieces: list[Transcript], *, producer: str) -> Transcript:
     """One transcript from the pieces' transcripts, in absolute time, seams deduplicated."""
     merged: list[Segment] = []
     for chunk, piece in zip(chunks, pieces, strict=True):

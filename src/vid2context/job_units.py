@@ -7,7 +7,8 @@ skipped), then each video is a unit of its own, and a last step puts the results
     refresh  plan: library.plan_ingest(None)        unit: read one video   finish: as ingest, then checkedAt
     items    plan: pipeline.list_items(input)       unit: read one video   finish: ItemsResult
 
-The other kinds (``context``, ``bundle``, ``index``) run whole as one unit. A unit's result is
+``context`` is cut into pieces of a long upload (``job_pieces.py``), one unit each, and runs whole
+otherwise; the other kinds (``bundle``, ``index``) run whole as one unit. A unit's result is
 plain JSON (its ``item`` event plus what finishing needs), kept with the unit in the ledger, so
 the isolate that finishes need not be the one that read the video. A video that cannot be read
 is an ``error`` item, as on the in-process queue; only an unexpected failure is retried.
@@ -34,7 +35,7 @@ from .storage.base import summarize
 if TYPE_CHECKING:
     from .runtime import Runtime
 
-__all__ = ["SPLITS", "TRANSIENT", "Planned", "Split", "read_unit"]
+__all__ = ["SPLITS", "TRANSIENT", "Planned", "Split", "UnitRun", "read_unit"]
 
 TRANSIENT = frozenset({ErrorCode.RATE_LIMITED, ErrorCode.TIMEOUT, ErrorCode.UPSTREAM})
 """A video failing with one of these is tried again by the queue (the in-process queue records
@@ -47,16 +48,14 @@ class Planned:
     """One payload per unit, in order: ``{id, input, url, via?}``."""
     extra: dict[str, Any] = field(default_factory=dict)
     """What finishing needs besides the units' results (JSON)."""
+    whole: bool = False
+    """No units: the kind runs whole in the plan's message (``job_pieces``: an upload that fits
+    one request, or any video that is not an upload)."""
 
 
 Plan = Callable[["Runtime", Any, dict[str, Any], Ctx, OnEvent], Awaitable[Planned]]
 Finish = Callable[["Runtime", Any, dict[str, Any], dict[str, Any], list[dict[str, Any]]], Awaitable[Any]]
-
-
-@dataclass(frozen=True, slots=True)
-class Split:
-    plan: Plan
-    finish: Finish
+UnitRun = Callable[["Runtime", dict[str, Any], Ctx], Awaitable[dict[str, Any]]]
 
 
 def _now() -> str:
@@ -84,6 +83,25 @@ async def read_unit(runtime: Runtime, payload: dict[str, Any], ctx: Ctx) -> dict
         return result
     item = {"id": context.id, "outcome": "ok", "title": context.metadata.title}
     return {"item": item, "summary": msgspec.to_builtins(summarize(context))}
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """How a kind is cut up: ``plan`` the units, ``run`` one (its result is plain JSON; with
+    ``retry: true`` it is tried again), ``finish`` them together."""
+
+    plan: Plan
+    finish: Finish
+    run: UnitRun = read_unit
+    todo: str = "videos to read"
+    done: str = "videos read"
+    """The progress messages' words for the units (``3 of 7 videos read``)."""
+    whole_or_nothing: bool = False
+    """A unit that fails for good fails the job (a piece of a transcript), instead of being a
+    failed item beside the others (a video of an ingest)."""
+    item: Callable[[Any], dict[str, Any]] | None = None
+    """The job's one ``item`` event, made of its result and written with its end, for kinds whose
+    units are not videos (``None``: each unit's result carries its own)."""
 
 
 def _payload(candidate: Any) -> dict[str, Any]:

@@ -5,10 +5,11 @@ response, so a 100-video ingest could not finish there. ``QueuedJobs`` answers t
 the in-process ``jobs.JobQueue`` (``submit``, ``get``, ``wait``, ``cancel``, ``events``), but a
 submitted job is a row in the ledger and a message on the queue. Each message is one unit
 (``job_units.py``): ``plan`` (expand the lists, write one unit per video and send their
-messages), ``u:NNNN`` (one video), ``finish`` (put the results together), or ``all`` for kinds
-that run whole. Whichever isolate the queue hands a message to runs it; the job's state, its
-progress and its numbered events are rows, so any isolate answers ``GET /jobs/:id`` and replays
-its events.
+messages), ``u:NNNN`` (one video; for ``context``, one piece of a long upload: ``job_pieces.py``),
+``finish`` (put the results together), or ``all`` for kinds that run whole (a plan may also find
+nothing to cut and run the kind whole itself: ``context`` of anything but a long upload).
+Whichever isolate the queue hands a message to runs it; the job's state, its progress and its
+numbered events are rows, so any isolate answers ``GET /jobs/:id`` and replays its events.
 
 Redelivery is expected (an isolate can die after doing the work and before the ack): a unit is
 settled by a conditional update, so one done already is skipped, and ``finish`` is sent again by
@@ -35,7 +36,9 @@ import msgspec
 
 from .ctx import Ctx
 from .errors import ErrorCode, VidError
-from .job_units import SPLITS, Planned, read_unit
+from .job_pieces import CONTEXT_SPLIT
+from .job_units import SPLITS as VIDEO_SPLITS
+from .job_units import Planned, Split
 from .jobs import (
     FINAL_STATUSES,
     KV_TTL_S,
@@ -62,6 +65,10 @@ RETRY_MAX_S = 900
 RETRY_CAP = 90
 """A retry waits at most this many times the base delay (``VID2CONTEXT_JOB_RETRY_S``)."""
 _UNIT_WIDTH = 4
+
+SPLITS: dict[str, Split] = {**VIDEO_SPLITS, "context": CONTEXT_SPLIT}
+"""The kinds planned into units: a video each (``job_units``), a piece of a long upload each
+(``job_pieces``)."""
 
 
 def backoff(attempts: int, base_s: int = 10, retry_after: int = 0) -> int:
@@ -93,7 +100,9 @@ class JobLedger(Protocol):
     async def add_units(self, job_id: str, units: list[tuple[str, str]]) -> None: ...
     async def units(self, job_id: str) -> list[dict[str, Any]]: ...
     async def unit(self, job_id: str, unit: str) -> dict[str, Any] | None: ...
-    async def settle_unit(self, job_id: str, unit: str, state: str, result: str, item: str) -> bool: ...
+    async def settle_unit(
+        self, job_id: str, unit: str, state: str, result: str, item: str | None
+    ) -> bool: ...
     async def note_unit(self, job_id: str, unit: str, result: str) -> None: ...
     async def counts(self, job_id: str) -> tuple[int, int]: ...
     async def add_event(self, job_id: str, event: str, data: str) -> None: ...
@@ -259,13 +268,16 @@ class QueuedJobs:
 
     async def _job(self, row: dict[str, Any]) -> Job:
         progress = None
+        total, open_ = (0, 0)
         if row["kind"] in SPLITS and row["status"] != "queued":
             total, open_ = await self._ledger.counts(row["id"])
-            if total:
-                progress = JobProgress(
-                    done=total - open_, total=total, message=f"{total - open_} of {total} units"
-                )
-        elif row.get("progress"):
+        if total:
+            progress = JobProgress(
+                done=total - open_,
+                total=total,
+                message=f"{total - open_} of {total} {SPLITS[row['kind']].done}",
+            )
+        elif row.get("progress"):  # a job run whole (a split kind whose plan found no units, too)
             progress = msgspec.json.decode(row["progress"], type=JobProgress)
         error = row.get("error")
         return Job(
@@ -323,9 +335,16 @@ class QueuedJobs:
         await self._ledger.add_event(job_id, name, json.dumps(data))
 
     async def _end(
-        self, job_id: str, status: str, *, result: Any = None, error: JobError | None = None
+        self,
+        job_id: str,
+        status: str,
+        *,
+        result: Any = None,
+        error: JobError | None = None,
+        item: dict[str, Any] | None = None,
     ) -> bool:
-        """The job's final state, once: True when this call set it (and wrote its last event)."""
+        """The job's final state, once: True when this call set it (and wrote its last event,
+        after ``item`` when one is given: only the call that ends the job writes them)."""
         values = (
             {"result": json.dumps(result)}
             if status == "succeeded"
@@ -335,6 +354,8 @@ class QueuedJobs:
             job_id, ("queued", "running", "finishing"), status, _now(), **values
         ):
             return False
+        if item is not None:
+            await self._event(job_id, "item", item)
         if status == "succeeded":
             await self._event(job_id, "done", {"result": result})
         else:
@@ -387,21 +408,24 @@ class QueuedJobs:
         elif unit == "finish":
             await self._finish(runtime, row)
         elif unit == "all":
-            result = await self.kinds[row["kind"]].run(_Run(self, runtime, row))  # type: ignore[arg-type]
-            await self._end(job_id, "succeeded", result=msgspec.to_builtins(result))
+            await self._whole(runtime, row)
         else:
             found = await self._ledger.unit(job_id, unit)
             if found is None:
                 log.warning("queue: job %s has no unit %s; dropped", job_id, unit)
                 return
             if found["state"] == "todo":
-                result = await read_unit(runtime, json.loads(found["payload"]), Ctx())
+                result = await SPLITS[row["kind"]].run(runtime, json.loads(found["payload"]), Ctx())
                 if result.pop("retry", False):  # kept, so the dead letter can say what failed
                     retry_after = int(result.pop("retryAfter", 0))
                     await self._ledger.note_unit(job_id, unit, json.dumps(result))
                     raise _RetryLater(retry_after)
-                await self._settle(job_id, unit, "done", result)
+                await self._settle(job_id, unit, "done", result, SPLITS[row["kind"]].done)
             await self._finish_when_done(job_id, redelivered=redelivered)
+
+    async def _whole(self, runtime: Runtime, row: dict[str, Any]) -> None:
+        result = await self.kinds[row["kind"]].run(_Run(self, runtime, row))  # type: ignore[arg-type]
+        await self._end(row["id"], "succeeded", result=msgspec.to_builtins(result))
 
     async def _plan(self, runtime: Runtime, row: dict[str, Any]) -> None:
         job_id = row["id"]
@@ -415,30 +439,35 @@ class QueuedJobs:
         async def on_item(event: Mapping[str, Any]) -> None:
             await self._event(job_id, "item", dict(event))
 
-        planned: Planned = await SPLITS[row["kind"]].plan(
+        split = SPLITS[row["kind"]]
+        planned: Planned = await split.plan(
             runtime, _loads(row["input"]), _loads(row["options"]), Ctx(), on_item
         )
+        if planned.whole:
+            await self._whole(runtime, row)
+            return
         units = [(f"u:{index:0{_UNIT_WIDTH}d}", json.dumps(p)) for index, p in enumerate(planned.units)]
         await self._ledger.set_fields(job_id, _now(), plan=json.dumps(planned.extra))
         await self._ledger.add_units(job_id, units)
         await self._event(
-            job_id, "progress", {"done": 0, "total": len(units), "message": f"{len(units)} videos to read"}
+            job_id, "progress", {"done": 0, "total": len(units), "message": f"{len(units)} {split.todo}"}
         )
         if units:
             await self._sender.send_batch([_body(job_id, unit) for unit, _ in units])
         else:
             await self._sender.send(_body(job_id, "finish"))
 
-    async def _settle(self, job_id: str, unit: str, state: str, result: dict[str, Any]) -> None:
+    async def _settle(self, job_id: str, unit: str, state: str, result: dict[str, Any], words: str) -> None:
+        item = result.get("item")
         if await self._ledger.settle_unit(
-            job_id, unit, state, json.dumps(result), json.dumps(result["item"])
+            job_id, unit, state, json.dumps(result), None if item is None else json.dumps(item)
         ):
             total, open_ = await self._ledger.counts(job_id)
             done = total - open_
             await self._event(
                 job_id,
                 "progress",
-                {"done": done, "total": total, "message": f"{done} of {total} videos read"},
+                {"done": done, "total": total, "message": f"{done} of {total} {words}"},
             )
 
     async def _finish_when_done(self, job_id: str, *, redelivered: bool) -> None:
@@ -459,10 +488,12 @@ class QueuedJobs:
             {"unit": u["unit"], "payload": json.loads(u["payload"]), "result": json.loads(u["result"])}
             for u in await self._ledger.units(row["id"])
         ]
-        result = await SPLITS[row["kind"]].finish(
+        split = SPLITS[row["kind"]]
+        result = await split.finish(
             runtime, _loads(row["input"]), _loads(row["options"]), _loads(row.get("plan")) or {}, units
         )
-        await self._end(row["id"], "succeeded", result=msgspec.to_builtins(result))
+        item = None if split.item is None else split.item(result)
+        await self._end(row["id"], "succeeded", result=msgspec.to_builtins(result), item=item)
 
     async def dead_letter(self, runtime: Runtime, body: Any) -> None:
         """A message the queue gave up on: its unit becomes a failed item (the job goes on), or,
@@ -491,6 +522,15 @@ class QueuedJobs:
                 )
                 return
             last = _loads(found.get("result"))  # the last transient failure, when there was one
+            if SPLITS[row["kind"]].whole_or_nothing:  # a piece missing: the job fails, with its cause
+                cause = last.get("error") if isinstance(last, dict) else None
+                failed = (
+                    msgspec.convert(cause, JobError)
+                    if isinstance(cause, dict)
+                    else JobError(code=error.code.value, message=error.message, hint=error.hint)
+                )
+                await self._end(job_id, "failed", error=failed)
+                return
             if not (isinstance(last, dict) and "item" in last and "failed" in last):
                 payload = json.loads(found["payload"])
                 failed = {
@@ -505,7 +545,7 @@ class QueuedJobs:
                     "error": {"code": error.code.value, "message": error.message},
                 }
                 last = {"item": item, "failed": failed}
-            await self._settle(job_id, unit, "failed", last)
+            await self._settle(job_id, unit, "failed", last, SPLITS[row["kind"]].done)
             await self._finish_when_done(job_id, redelivered=True)
         except Exception:
             log.exception("dead letter for job %s unit %s could not be recorded", job_id, unit)

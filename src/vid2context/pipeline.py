@@ -32,7 +32,7 @@ from typing import TypeVar
 
 import msgspec
 
-from .chunking import transcribe_audio
+from .chunking import SttPlan, transcribe_audio
 from .ctx import Ctx
 from .errors import ErrorCode, Hint, VidError, per_surface, steps
 from .inputs import is_list, parse_input
@@ -488,9 +488,11 @@ async def transcribe(
     ctx: Ctx | None = None,
     attempts: list[Attempt] | None = None,
     speakers: bool = False,
+    plan: SttPlan | None = None,
 ) -> Transcript:
     """``audio`` through the speech-to-text ladder: each enabled rung in order until one answers;
     with ``speakers``, the rungs that label speakers first (the others stay as fallbacks).
+    ``plan`` replaces ``runtime.stt_plan`` (``job_pieces``: a piece retried by the queue, not here).
 
     Disabled rungs are recorded as skipped. Raises ``no-provider`` when no rung is enabled, the
     rung's own code when one rung was tried (or all failed the same way), ``all-rungs-failed``
@@ -513,7 +515,7 @@ async def transcribe(
                 attempts,
                 rung.id,
                 "stt",
-                lambda r=rung: transcribe_audio(r, audio, ctx, lang=lang, plan=runtime.stt_plan),
+                lambda r=rung: transcribe_audio(r, audio, ctx, lang=lang, plan=plan or runtime.stt_plan),
             )
             if ctx.meter is not None:
                 spoken = transcript.segments[-1].end_sec if transcript.segments else 0.0

@@ -357,7 +357,7 @@ def build_worker_runtime(env: Any) -> Runtime:
 
     Built once per isolate (the Worker runs the app's lifespan around every request, so this must
     not be redone per request): one httpx client, and the app is made with ``owns_runtime=False``.
-    There is no ffmpeg here: long WAV and MP3 are cut in pure Python (``chunking_portable``,
+    There is no ffmpeg here: long WAV, MP3 and Ogg are cut in pure Python (``chunking_portable``,
     the plan's default), and other audio too large for one speech-to-text request is refused
     with ``too-large`` and a hint.
     """

@@ -384,6 +384,15 @@ SETTINGS: tuple[Setting, ...] = (
         "Largest audio piece sent in one speech-to-text request, in MiB (Groq and OpenAI take 25 MB).",
     ),
     Setting(
+        "VID2CONTEXT_STT_CHUNK_SEC",
+        "stt_chunk_sec",
+        "int",
+        600,
+        "Longest audio piece sent in one speech-to-text request, in seconds (10 to 3600; 0: 600). Shorter "
+        "pieces mean more requests at once, and on the Worker's queue more messages of less work each.",
+        bounds=(10, 3600),
+    ),
+    Setting(
         "VID2CONTEXT_EMBED_MODEL",
         "embed_model",
         "str",
@@ -829,6 +838,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     whisper_model: str | None = None
     stt_concurrency: int = 4
     stt_chunk_mb: int = 24
+    stt_chunk_sec: int = 600
     embed_model: str | None = None
     embed_model_dir: str | None = None
     embed_pooling: Literal["cls", "mean"] | None = None

@@ -17,7 +17,7 @@ import importlib.util
 
 import httpx
 
-from ..chunking import SttPlan
+from ..chunking import DEFAULT_CHUNK_SEC, SttPlan
 from ..settings import Settings
 from .deepgram import DeepgramStt
 from .speech import TIERS, SpeechToText
@@ -91,5 +91,6 @@ def stt_plan(settings: Settings, **overrides: object) -> SttPlan:
     return SttPlan(
         concurrency=max(1, settings.stt_concurrency),
         chunk_bytes=max(1, settings.stt_chunk_mb) * 1024 * 1024,
+        chunk_sec=float(settings.stt_chunk_sec or DEFAULT_CHUNK_SEC),
         **overrides,  # type: ignore[arg-type]
     )

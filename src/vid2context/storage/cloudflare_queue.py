@@ -82,21 +82,21 @@ class D1JobLedger:
             "SELECT unit, payload, state, result FROM job_units WHERE job_id = ? AND unit = ?", (job_id, unit)
         )
 
-    async def settle_unit(self, job_id: str, unit: str, state: str, result: str, item: str) -> bool:
+    async def settle_unit(self, job_id: str, unit: str, state: str, result: str, item: str | None) -> bool:
         """``todo`` to ``state`` with ``result``, and the ``item`` event with it in one batch (a
         transaction: an isolate dying between the two cannot lose the event); False when the
-        unit was settled already."""
+        unit was settled already. A unit without an ``item`` (a piece) is settled alone."""
+        sql = "UPDATE job_units SET state = ?, result = ? WHERE job_id = ? AND unit = ? AND state = 'todo'"
+        params = (state, result, job_id, unit)
+        if item is None:
+            return await _changes(self._d1, sql, params) == 1
         event = self._d1.statement(  # first, while the unit is still todo: both or neither
             "INSERT INTO job_events (job_id, seq, event, data) SELECT ?, next, 'item', ? FROM "
             "(SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM job_events WHERE job_id = ?) WHERE EXISTS "
             "(SELECT 1 FROM job_units WHERE job_id = ? AND unit = ? AND state = 'todo')",
             (job_id, item, job_id, job_id, unit),
         )
-        settle = self._d1.statement(
-            "UPDATE job_units SET state = ?, result = ? WHERE job_id = ? AND unit = ? AND state = 'todo'",
-            (state, result, job_id, unit),
-        )
-        _, settled = await self._d1.batch([event, settle])
+        _, settled = await self._d1.batch([event, self._d1.statement(sql, params)])
         return int((settled.get("meta") or {}).get("changes") or 0) == 1
 
     async def note_unit(self, job_id: str, unit: str, result: str) -> None:
