@@ -667,7 +667,9 @@ async def test_long_work_answers_processing_then_get_job_gives_the_result(
     async def progress(value: float, total: float | None, message: str | None) -> None:
         seen.append(message)
 
-    async with Client(create_mcp(rt, wait_s=0.05, job_wait_s=10)) as connected:
+    async with Client(
+        create_mcp(rt, wait_s=0.05, job_wait_s=120)
+    ) as connected:  # ends when done; long for loaded CI
         first = await connected.call_tool("get_outline", {"url": VIDEO})
         assert not first.is_error
         processing = first.structured_content  # the client checked it against the outputSchema

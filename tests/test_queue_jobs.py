@@ -185,9 +185,12 @@ async def test_a_due_watch_list_refreshes_once_when_two_cron_events_overlap(
     isolate, bridge = await _served(miniflare, env)
     playlist = f"https://www.youtube.com/playlist?list={LONG_PLAYLIST_ID}"
     collection = await _json(
-        isolate, "/api/v1/collections", {"name": "watched", "sources": [playlist], "watch": {"every": 1}}
+        isolate,
+        "/api/v1/collections",
+        {"name": "watched", "sources": [playlist], "watch": {"every": "daily"}},
     )
-    # Due: its last check (its creation) was more than a minute ago.
+    # Due: its last check (its creation) was long ago. Daily, so the refresh (minutes on a loaded
+    # machine) cannot make it due again before the last cron event below.
     await (
         env.DB.prepare("UPDATE collections SET created_at = '2026-01-01T00:00:00Z' WHERE id = ?")
         .bind(collection["id"])
