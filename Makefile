@@ -64,9 +64,12 @@ lint: venv-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-## test: lint, then every test, offline
+## test: lint, then every test, offline, on every core (TEST_JOBS=1 for one process)
+# pytest-xdist: a test file stays on one worker (--dist loadfile), so a file's module fixtures (a
+# browser, a server) start once; each worker has its own Miniflare and temporary folders.
+TEST_JOBS ?= auto
 test: lint $(TOOLS)/.system-stamp $(MINIFLARE)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile
 
 ## bench: benchmarks; each writes its figures as JSON under bench/results/
 bench: venv-dev $(MINIFLARE)
