@@ -24,12 +24,12 @@ import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
-from .standin_http import start, stop, url_of
+from .standin_http import StandinServer, start, stop, url_of
 
 TALK_LINES: list[tuple[int, str]] = [
     (0, "Welcome to the show. Today we talk about python programming."),
@@ -59,7 +59,7 @@ class FakeDeepgram:
     _failures: list[tuple[int, int | None]] = field(default_factory=list)
     _body: bytes | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
+    _server: StandinServer | None = None
 
     def fail_next(self, status: int, *, retry_after: int | None = None, count: int = 1) -> None:
         """The next ``count`` requests get ``status`` (429 with ``Retry-After``)."""

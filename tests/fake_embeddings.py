@@ -36,8 +36,10 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Self
+
+from .standin_http import StandinServer, start, stop, url_of
 
 __all__ = ["FakeEmbeddings", "Request", "vector"]
 
@@ -82,7 +84,7 @@ class FakeEmbeddings:
         self._failures: list[tuple[int, int | None]] = []
         self._garbled = 0
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: StandinServer | None = None
 
     # -- scripting ----------------------------------------------------------------------------
 
@@ -99,8 +101,7 @@ class FakeEmbeddings:
     @property
     def url(self) -> str:
         assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return url_of(self._server)
 
     @property
     def answered(self) -> list[Request]:
@@ -109,28 +110,12 @@ class FakeEmbeddings:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def __enter__(self) -> Self:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                fake._handle(self)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        self._server = start(self._handle)
         return self
 
     def __exit__(self, *exc: object) -> None:
         assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()
+        stop(self._server)
 
     # -- answering ----------------------------------------------------------------------------
 

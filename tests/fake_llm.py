@@ -51,8 +51,10 @@ import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Self
+
+from .standin_http import StandinServer, start, stop, url_of
 
 __all__ = [
     "GROQ_MODEL",
@@ -223,7 +225,7 @@ class FakeLlm:
         self.requests: list[Request] = []
         self._script = _Script()
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: StandinServer | None = None
         self._holding = False
         self.held = threading.Event()
         """Set while a held stream waits for ``release``."""
@@ -251,8 +253,7 @@ class FakeLlm:
     @property
     def url(self) -> str:
         assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return url_of(self._server)
 
     @property
     def answered(self) -> list[Request]:
@@ -261,28 +262,12 @@ class FakeLlm:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def __enter__(self) -> Self:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                fake._handle(self)
-
-        self._server = _QuietServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        self._server = start(self._handle, server=_QuietServer)
         return self
 
     def __exit__(self, *exc: object) -> None:
         assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()
+        stop(self._server)
 
     # -- answering ----------------------------------------------------------------------------
 
@@ -492,7 +477,7 @@ class FakeLlm:
         http.wfile.write(b"0\r\n\r\n")
 
 
-class _QuietServer(ThreadingHTTPServer):
+class _QuietServer(StandinServer):
     """A client that hangs up mid-stream is an outcome here (``hung_up``), not a traceback."""
 
     def handle_error(self, request: Any, client_address: Any) -> None:

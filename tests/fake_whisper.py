@@ -38,10 +38,12 @@ import wave
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import HTTP
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Self
 
+from . import standin_http
+from .standin_http import StandinServer
 from .together import TogetherThreads
 
 RATE = 16_000
@@ -190,8 +192,7 @@ class FakeWhisper:
         self.peak_in_flight = 0
         self._failures: list[tuple[int, int | None]] = []
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: StandinServer | None = None
 
     # -- scripting ----------------------------------------------------------------------------
 
@@ -203,8 +204,7 @@ class FakeWhisper:
     @property
     def url(self) -> str:
         assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return standin_http.url_of(self._server)
 
     @property
     def answered(self) -> list[Request]:
@@ -213,30 +213,12 @@ class FakeWhisper:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def __enter__(self) -> Self:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                fake._handle(self)
-
-            def do_GET(self) -> None:
-                fake._stats(self)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._server = standin_http.start(self._handle, get=self._stats)
         return self
 
     def __exit__(self, *exc: object) -> None:
         assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()
+        standin_http.stop(self._server)
 
     # -- answering ----------------------------------------------------------------------------
 
