@@ -47,6 +47,7 @@ REST_ONLY = (
     "job_units.py",
     "cli.py",
     "cli_remote.py",
+    "cli_frame.py",
     "remote.py",
     "library_put.py",
     "site.py",
