@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Any
 
-from .standin_http import QuietHandler, StandinServer
+from .standin_http import QuietHandler, StandinServer, reply
 
 TELEGRAM_TOKEN = "123456:telegram-test-token-abcdefghijklmnop"
 SLACK_TOKEN = "xoxb-test-0123456789-slack-bot-token"
@@ -43,13 +43,8 @@ class _Handler(QuietHandler):
 
     def _answer(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "text/plain" if isinstance(body, bytes) else "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+        kind = "text/plain" if isinstance(body, bytes) else "application/json"
+        reply(self, status, data, {"Content-Type": kind, **(headers or {})})
 
     def do_POST(self) -> None:
         self._handle()

@@ -37,9 +37,9 @@ import re
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Self
+from typing import Any
 
-from .standin_http import StandinServer, start, stop, url_of
+from .standin_http import HandledStandin, reply
 
 __all__ = ["FakeEmbeddings", "Request", "vector"]
 
@@ -70,7 +70,7 @@ class Request:
     status: int = 0
 
 
-class FakeEmbeddings:
+class FakeEmbeddings(HandledStandin):
     """The server; use as a context manager (``with FakeEmbeddings() as fake: fake.url``)."""
 
     def __init__(
@@ -84,7 +84,6 @@ class FakeEmbeddings:
         self._failures: list[tuple[int, int | None]] = []
         self._garbled = 0
         self._lock = threading.Lock()
-        self._server: StandinServer | None = None
 
     # -- scripting ----------------------------------------------------------------------------
 
@@ -99,23 +98,8 @@ class FakeEmbeddings:
             self._garbled += count
 
     @property
-    def url(self) -> str:
-        assert self._server is not None
-        return url_of(self._server)
-
-    @property
     def answered(self) -> list[Request]:
         return [r for r in self.requests if r.status == 200]
-
-    # -- lifecycle ----------------------------------------------------------------------------
-
-    def __enter__(self) -> Self:
-        self._server = start(self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        stop(self._server)
 
     # -- answering ----------------------------------------------------------------------------
 
@@ -127,13 +111,7 @@ class FakeEmbeddings:
             self.requests.append(record)
         status, data, headers = self._answer(http.path, raw, record)
         record.status = status
-        http.send_response(status)
-        http.send_header("Content-Type", "application/json")
-        http.send_header("Content-Length", str(len(data)))
-        for name, value in headers.items():
-            http.send_header(name, value)
-        http.end_headers()
-        http.wfile.write(data)
+        reply(http, status, data, {"Content-Type": "application/json", **headers})
 
     def _answer(self, path: str, raw: bytes, record: Request) -> tuple[int, bytes, dict[str, str]]:
         workers_ai = "/ai/run/" in path

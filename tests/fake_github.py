@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from .standin_http import QuietHandler, StandinServer
+from .standin_http import QuietHandler, StandinServer, reply
 
 CLIENT_ID = "Iv1.0123456789abcdef"
 CLIENT_SECRET = "gh-test-secret-0123456789abcdef0123456789"
@@ -201,11 +201,7 @@ class _Handler(QuietHandler):
         content_type: str = "application/json",
     ) -> None:
         data = raw if raw is not None else json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        reply(self, status, data, {"Content-Type": content_type})
 
 
 class FakeGitHub(StandinServer):

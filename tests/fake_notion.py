@@ -32,7 +32,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from .standin_http import QuietHandler, StandinServer
+from .standin_http import QuietHandler, StandinServer, reply
 
 TOKEN = "ntn_test_0123456789abcdefghijklmnopqrstuvwxyzABCD"
 PARENT = "1f2e3d4c-5b6a-4978-8877-665544332211"
@@ -112,13 +112,7 @@ class _Handler(QuietHandler):
 
     def _answer(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+        reply(self, status, data, {"Content-Type": "application/json; charset=utf-8", **(headers or {})})
 
     def _error(self, refused: _Refused, headers: dict[str, str] | None = None) -> None:
         with self.server.lock:

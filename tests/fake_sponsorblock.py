@@ -26,7 +26,7 @@ import threading
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from .standin_http import QuietHandler, StandinServer
+from .standin_http import QuietHandler, StandinServer, reply
 
 CATEGORIES = (
     "sponsor",
@@ -128,12 +128,7 @@ class _Handler(QuietHandler):
             data, kind = body.encode(), "text/plain; charset=utf-8"
         else:
             data, kind = json.dumps(body).encode(), "application/json; charset=utf-8"
-        self.send_response(status)
-        for name, value in {"Content-Type": kind, **(headers or {})}.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        reply(self, status, data, {"Content-Type": kind, **(headers or {})})
 
 
 class FakeSponsorBlock(StandinServer):

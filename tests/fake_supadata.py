@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from .standin_http import QuietHandler, StandinServer
+from .standin_http import QuietHandler, StandinServer, reply
 
 KEY = "sd-test-key-0123456789"
 DOCS = "https://supadata.ai/documentation/errors"
@@ -147,13 +147,7 @@ class _Handler(QuietHandler):
         self, status: int, body: Any, headers: dict[str, str] | None = None, *, raw: bytes | None = None
     ) -> None:
         data = raw if raw is not None else json.dumps(body).encode()
-        self.send_response(status)
-        headers = {"Content-Type": "application/json", **(headers or {})}
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        reply(self, status, data, {"Content-Type": "application/json", **(headers or {})})
 
 
 class FakeSupadata(StandinServer):

@@ -40,10 +40,9 @@ from email.parser import BytesParser
 from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
-from . import standin_http
-from .standin_http import StandinServer
+from .standin_http import HandledStandin, reply
 from .together import TogetherThreads
 
 RATE = 16_000
@@ -166,7 +165,7 @@ class Request:
     auth: str | None = None
 
 
-class FakeWhisper:
+class FakeWhisper(HandledStandin):
     """The server; use as a context manager (``with FakeWhisper() as fake: fake.url``)."""
 
     def __init__(
@@ -192,7 +191,6 @@ class FakeWhisper:
         self.peak_in_flight = 0
         self._failures: list[tuple[int, int | None]] = []
         self._lock = threading.Lock()
-        self._server: StandinServer | None = None
 
     # -- scripting ----------------------------------------------------------------------------
 
@@ -202,23 +200,8 @@ class FakeWhisper:
             self._failures.extend([(status, retry_after)] * count)
 
     @property
-    def url(self) -> str:
-        assert self._server is not None
-        return standin_http.url_of(self._server)
-
-    @property
     def answered(self) -> list[Request]:
         return [r for r in self.requests if r.status == 200]
-
-    # -- lifecycle ----------------------------------------------------------------------------
-
-    def __enter__(self) -> Self:
-        self._server = standin_http.start(self._handle, get=self._stats)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        standin_http.stop(self._server)
 
     # -- answering ----------------------------------------------------------------------------
 
@@ -237,11 +220,9 @@ class FakeWhisper:
                 "sizes": [r.size for r in answered],
             }
         ).encode()
-        http.send_response(200)
-        http.send_header("Content-Type", "application/json")
-        http.send_header("Content-Length", str(len(data)))
-        http.end_headers()
-        http.wfile.write(data)
+        reply(http, 200, data, {"Content-Type": "application/json"})
+
+    _get = _stats
 
     def _handle(self, http: BaseHTTPRequestHandler) -> None:
         started = time.monotonic()
@@ -264,13 +245,7 @@ class FakeWhisper:
         record.status = status
         record.ended = time.monotonic()
         data = json.dumps(payload).encode()
-        http.send_response(status)
-        http.send_header("Content-Type", "application/json")
-        http.send_header("Content-Length", str(len(data)))
-        for name, value in headers.items():
-            http.send_header(name, value)
-        http.end_headers()
-        http.wfile.write(data)
+        reply(http, status, data, {"Content-Type": "application/json", **headers})
 
     def _answer(
         self, http: BaseHTTPRequestHandler, body: bytes, record: Request

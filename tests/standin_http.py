@@ -5,17 +5,18 @@ Every stand-in for an outside service (``fake_notion.py``, ``fake_chat.py``, ``f
 ``StandinServer``: ``with Fake() as fake`` serves it, ``fake.origin`` is its address, and leaving the
 block stops it, closes its socket and waits for its thread. The stand-ins built around one
 ``handle(request_handler)`` function of theirs (``fake_deepgram.py``, ``fake_embeddings.py``,
-``fake_llm.py``, ``fake_whisper.py``) get such a server from ``start``.
+``fake_llm.py``, ``fake_whisper.py``) are ``HandledStandin``: ``with`` gives them such a server
+from ``start``, and ``url`` is its address.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-__all__ = ["QuietHandler", "StandinServer", "start", "stop", "url_of"]
+__all__ = ["HandledStandin", "QuietHandler", "StandinServer", "reply", "start", "stop", "url_of"]
 
 POLL_SEC = 0.05
 """How often ``serve_forever`` checks for ``shutdown``: a short poll makes teardown quick."""
@@ -66,9 +67,46 @@ def start(
     return server(type("Handler", (QuietHandler,), methods)).__enter__()
 
 
+def reply(
+    http: BaseHTTPRequestHandler, status: int, data: bytes, headers: Mapping[str, str] | None = None
+) -> None:
+    """Answer ``status`` with ``headers`` (its content type among them), the length and ``data``."""
+    http.send_response(status)
+    for name, value in (headers or {}).items():
+        http.send_header(name, value)
+    http.send_header("Content-Length", str(len(data)))
+    http.end_headers()
+    http.wfile.write(data)
+
+
 def url_of(server: StandinServer) -> str:
     return server.origin
 
 
 def stop(server: StandinServer) -> None:
     server.__exit__()
+
+
+class HandledStandin:
+    """A stand-in that answers each POST with its ``_handle`` (and each GET with its ``_get``,
+    when it has one) on a ``StandinServer`` of class ``_server_class``, served inside ``with``."""
+
+    _server: StandinServer | None = None
+    _server_class: type[StandinServer] = StandinServer
+    _get: Callable[[BaseHTTPRequestHandler], None] | None = None
+
+    def _handle(self, http: BaseHTTPRequestHandler) -> None:
+        raise NotImplementedError
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return self._server.origin
+
+    def __enter__(self) -> Self:
+        self._server = start(self._handle, get=self._get, server=self._server_class)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            stop(self._server)

@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
-from .standin_http import QuietHandler, StandinServer
+from .standin_http import QuietHandler, StandinServer, reply
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 YTA = FIXTURES / "youtube" / "yta"
@@ -140,12 +140,7 @@ class _Handler(QuietHandler):
         self.server.requests.append((method, self.path))
         self.server.headers_seen.append(str(self.headers))
         status, headers, content = answer(method, self.path, body, blocked=self.server.blocked)
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(content)))
-        self.end_headers()
-        self.wfile.write(content)
+        reply(self, status, content, headers)
 
     def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
         self._reply("GET")
