@@ -26,6 +26,7 @@ LOCAL_ONLY = frozenset(
     {
         "cli",
         "cli_remote",
+        "cli_frame",
         "remote",
         "__main__",
         "providers/ytdlp",

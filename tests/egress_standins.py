@@ -17,11 +17,11 @@ import asyncio
 import datetime
 import ipaddress
 import ssl
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from .standin_http import QuietHandler, StandinServer
 
 __all__ = [
     "PUBLIC",
@@ -103,11 +103,8 @@ class Site:
         self.server_names: list[str | None] = []
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
 
             def do_HEAD(self) -> None:
                 self._answer(body=False)
@@ -133,23 +130,18 @@ class Site:
                     self.wfile.write(data)
                 self.close_connection = True
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = StandinServer(Handler, poll_sec=0.02)
         if tls is not None:
             tls.sni_callback = lambda sock, name, ctx: self.server_names.append(name)  # type: ignore[assignment]
             self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self.port = self._server.server_address[1]
-        # serve_forever checks for shutdown between polls: a short poll makes teardown quick.
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
 
     def __enter__(self) -> Site:
-        self._thread.start()
+        self._server.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        self._server.__exit__()
 
     @property
     def address(self) -> tuple[str, int]:

@@ -28,8 +28,9 @@ import asyncio
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
+
+from .standin_http import QuietHandler, StandinServer, reply
 
 TELEGRAM_TOKEN = "123456:telegram-test-token-abcdefghijklmnop"
 SLACK_TOKEN = "xoxb-test-0123456789-slack-bot-token"
@@ -37,21 +38,13 @@ DISCORD_TOKEN = "interaction-token-abc123"
 DISCORD_APP = "1100000000000000001"
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: FakeChat  # type: ignore[assignment]
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's name
-        return
 
     def _answer(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "text/plain" if isinstance(body, bytes) else "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+        kind = "text/plain" if isinstance(body, bytes) else "application/json"
+        reply(self, status, data, {"Content-Type": kind, **(headers or {})})
 
     def do_POST(self) -> None:
         self._handle()
@@ -184,22 +177,15 @@ def _balanced(text: str) -> bool:
     return not stack
 
 
-class FakeChat(ThreadingHTTPServer):
-    daemon_threads = True
-
+class FakeChat(StandinServer):
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.lock = threading.Lock()
         self.telegram_token, self.slack_token = TELEGRAM_TOKEN, SLACK_TOKEN
         self.sent: list[tuple[str, str, dict[str, Any]]] = []
         self.attempts: list[tuple[str, str]] = []
         self._limited = 0
         self.retry_after = 1
-
-    @property
-    def origin(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host!s}:{port}"
 
     def limit_next(self, count: int, retry_after: int = 1) -> None:
         with self.lock:
@@ -214,11 +200,3 @@ class FakeChat(ThreadingHTTPServer):
                     return list(self.sent)
             await asyncio.sleep(0.05)
         raise AssertionError(f"{len(self.sent)} messages came, not {count}: attempts {self.attempts}")
-
-    def __enter__(self) -> Self:
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
-        self.server_close()

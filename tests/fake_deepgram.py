@@ -24,12 +24,12 @@ import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from .standin_http import start, stop, url_of
+from .standin_http import HandledStandin, StandinServer, reply
 
 TALK_LINES: list[tuple[int, str]] = [
     (0, "Welcome to the show. Today we talk about python programming."),
@@ -50,7 +50,7 @@ class Request:
 
 
 @dataclass
-class FakeDeepgram:
+class FakeDeepgram(HandledStandin):
     key: str = "dg-test-key"
     max_bytes: int = 2 * 1024 * 1024 * 1024
     lines: list[tuple[int, str]] = field(default_factory=lambda: list(TALK_LINES))
@@ -59,7 +59,7 @@ class FakeDeepgram:
     _failures: list[tuple[int, int | None]] = field(default_factory=list)
     _body: bytes | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
+    _server: StandinServer | None = None
 
     def fail_next(self, status: int, *, retry_after: int | None = None, count: int = 1) -> None:
         """The next ``count`` requests get ``status`` (429 with ``Retry-After``)."""
@@ -70,21 +70,8 @@ class FakeDeepgram:
         """The next successful request gets ``body`` as it is (a malformed answer)."""
         self._body = body
 
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        return url_of(self._server)
-
     def env(self, **more: str) -> dict[str, str]:
         return {"DEEPGRAM_API_KEY": self.key, "VID2CONTEXT_DEEPGRAM_ORIGIN": self.url, **more}
-
-    def __enter__(self) -> Self:
-        self._server = start(self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            stop(self._server)
 
     # -- answering ----------------------------------------------------------------------------
 
@@ -102,13 +89,7 @@ class FakeDeepgram:
         status, payload, extra = self._answer(request, body)
         request.status = status
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        for name, value in extra.items():
-            handler.send_header(name, value)
-        handler.end_headers()
-        handler.wfile.write(data)
+        reply(handler, status, data, {"Content-Type": "application/json", **extra})
 
     def _answer(self, request: Request, body: bytes) -> tuple[int, Any, dict[str, str]]:
         if request.path != "/v1/listen":

@@ -36,8 +36,10 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from .standin_http import HandledStandin, reply
 
 __all__ = ["FakeEmbeddings", "Request", "vector"]
 
@@ -68,7 +70,7 @@ class Request:
     status: int = 0
 
 
-class FakeEmbeddings:
+class FakeEmbeddings(HandledStandin):
     """The server; use as a context manager (``with FakeEmbeddings() as fake: fake.url``)."""
 
     def __init__(
@@ -82,7 +84,6 @@ class FakeEmbeddings:
         self._failures: list[tuple[int, int | None]] = []
         self._garbled = 0
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
 
     # -- scripting ----------------------------------------------------------------------------
 
@@ -97,40 +98,8 @@ class FakeEmbeddings:
             self._garbled += count
 
     @property
-    def url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    @property
     def answered(self) -> list[Request]:
         return [r for r in self.requests if r.status == 200]
-
-    # -- lifecycle ----------------------------------------------------------------------------
-
-    def __enter__(self) -> Self:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                fake._handle(self)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()
 
     # -- answering ----------------------------------------------------------------------------
 
@@ -142,13 +111,7 @@ class FakeEmbeddings:
             self.requests.append(record)
         status, data, headers = self._answer(http.path, raw, record)
         record.status = status
-        http.send_response(status)
-        http.send_header("Content-Type", "application/json")
-        http.send_header("Content-Length", str(len(data)))
-        for name, value in headers.items():
-            http.send_header(name, value)
-        http.end_headers()
-        http.wfile.write(data)
+        reply(http, status, data, {"Content-Type": "application/json", **headers})
 
     def _answer(self, path: str, raw: bytes, record: Request) -> tuple[int, bytes, dict[str, str]]:
         workers_ai = "/ai/run/" in path

@@ -28,9 +28,10 @@ import json
 import secrets
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
+
+from .standin_http import QuietHandler, StandinServer, reply
 
 CLIENT_ID = "Iv1.0123456789abcdef"
 CLIENT_SECRET = "gh-test-secret-0123456789abcdef0123456789"
@@ -69,11 +70,8 @@ def _s256(verifier: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: FakeGitHub  # type: ignore[assignment]
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's name
-        return
 
     def _scripted(self, path: str) -> bool:
         with self.server.lock:
@@ -203,20 +201,14 @@ class _Handler(BaseHTTPRequestHandler):
         content_type: str = "application/json",
     ) -> None:
         data = raw if raw is not None else json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        reply(self, status, data, {"Content-Type": content_type})
 
 
-class FakeGitHub(ThreadingHTTPServer):
+class FakeGitHub(StandinServer):
     """``with FakeGitHub() as gh: ... VID2CONTEXT_GITHUB_URL=gh.web_url, ..._API_URL=gh.api_url``."""
 
-    daemon_threads = True
-
     def __init__(self, client_id: str = CLIENT_ID, client_secret: str = CLIENT_SECRET) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.client_id = client_id
         self.client_secret = client_secret
         self.user = User()
@@ -228,12 +220,10 @@ class FakeGitHub(ThreadingHTTPServer):
         self.fail_next: list[int] = []
         self.fail_at: dict[str, list[int]] = {}
         """Statuses for the next requests to one path (``/api/user``), before ``fail_next``."""
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property
     def web_url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
+        return self.origin
 
     @property
     def api_url(self) -> str:
@@ -248,12 +238,3 @@ class FakeGitHub(ThreadingHTTPServer):
             "VID2CONTEXT_GITHUB_URL": self.web_url,
             "VID2CONTEXT_GITHUB_API_URL": self.api_url,
         }
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
-        self.server_close()
-        self._thread.join(timeout=5)

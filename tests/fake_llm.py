@@ -51,8 +51,10 @@ import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from .standin_http import HandledStandin, StandinServer, reply
 
 __all__ = [
     "GROQ_MODEL",
@@ -201,8 +203,20 @@ class _Script:
     breaks: int = 0
 
 
-class FakeLlm:
+class _QuietServer(StandinServer):
+    """A client that hangs up mid-stream is an outcome here (``hung_up``), not a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class FakeLlm(HandledStandin):
     """The server; use as a context manager (``with FakeLlm(key="k") as fake: fake.url``)."""
+
+    _server_class = _QuietServer
 
     def __init__(
         self,
@@ -223,7 +237,6 @@ class FakeLlm:
         self.requests: list[Request] = []
         self._script = _Script()
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
         self._holding = False
         self.held = threading.Event()
         """Set while a held stream waits for ``release``."""
@@ -249,40 +262,8 @@ class FakeLlm:
             self._holding = True
 
     @property
-    def url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    @property
     def answered(self) -> list[Request]:
         return [r for r in self.requests if r.status == 200]
-
-    # -- lifecycle ----------------------------------------------------------------------------
-
-    def __enter__(self) -> Self:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                fake._handle(self)
-
-        self._server = _QuietServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()
 
     # -- answering ----------------------------------------------------------------------------
 
@@ -448,13 +429,7 @@ class FakeLlm:
     def _send(
         http: BaseHTTPRequestHandler, status: int, mime: str, data: bytes, headers: dict[str, str]
     ) -> None:
-        http.send_response(status)
-        http.send_header("Content-Type", mime)
-        http.send_header("Content-Length", str(len(data)))
-        for name, value in headers.items():
-            http.send_header(name, value)
-        http.end_headers()
-        http.wfile.write(data)
+        reply(http, status, data, {"Content-Type": mime, **headers})
 
     def _wait_for_release(self, http: BaseHTTPRequestHandler) -> bool:
         """Wait until released (``True``) or the client hangs up (``False``)."""
@@ -490,16 +465,6 @@ class FakeLlm:
                 self.hung_up.set()
                 return
         http.wfile.write(b"0\r\n\r\n")
-
-
-class _QuietServer(ThreadingHTTPServer):
-    """A client that hangs up mid-stream is an outcome here (``hung_up``), not a traceback."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        import sys
-
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
 
 
 def _cf_error(status: int, code: int, message: str) -> tuple[int, bytes, dict[str, str]]:

@@ -30,8 +30,9 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
+
+from .standin_http import QuietHandler, StandinServer, reply
 
 TOKEN = "ntn_test_0123456789abcdefghijklmnopqrstuvwxyzABCD"
 PARENT = "1f2e3d4c-5b6a-4978-8877-665544332211"
@@ -106,21 +107,12 @@ def _check_blocks(blocks: Any, where: str) -> int:
     return count
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: FakeNotion  # type: ignore[assignment]
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's name
-        return
 
     def _answer(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+        reply(self, status, data, {"Content-Type": "application/json; charset=utf-8", **(headers or {})})
 
     def _error(self, refused: _Refused, headers: dict[str, str] | None = None) -> None:
         with self.server.lock:
@@ -225,15 +217,13 @@ class _Handler(BaseHTTPRequestHandler):
         return {"object": "list", "results": children}
 
 
-class FakeNotion(ThreadingHTTPServer):
+class FakeNotion(StandinServer):
     """Start with ``with FakeNotion() as notion``; ``notion.origin`` is its address."""
-
-    daemon_threads = True
 
     def __init__(
         self, *, token: str = TOKEN, rate: float = 3.0, burst: int = 10, retry_after: int = 1
     ) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.token = token
         self.lock = threading.Lock()
         self.seen = Seen()
@@ -261,11 +251,6 @@ class FakeNotion(ThreadingHTTPServer):
         self._tokens -= 1
         return None
 
-    @property
-    def origin(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host!s}:{port}"
-
     def blocks_of(self, page_id: str) -> list[dict[str, Any]]:
         with self.lock:
             return list(self.pages[page_id]["blocks"])
@@ -274,11 +259,3 @@ class FakeNotion(ThreadingHTTPServer):
         """The pages made through the API, in order: ``(id, page)``."""
         with self.lock:
             return [(key, page) for key, page in self.pages.items() if page["parent"] is not None]
-
-    def __enter__(self) -> Self:
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
-        self.server_close()

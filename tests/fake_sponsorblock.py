@@ -23,9 +23,10 @@ import hashlib
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from .standin_http import QuietHandler, StandinServer, reply
 
 CATEGORIES = (
     "sponsor",
@@ -82,11 +83,8 @@ def _array(raw: str | None, default: tuple[str, ...], allowed: tuple[str, ...]) 
     return value
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: FakeSponsorBlock  # type: ignore[assignment]
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's name
-        return
 
     def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
         parts = urlsplit(self.path)
@@ -130,38 +128,16 @@ class _Handler(BaseHTTPRequestHandler):
             data, kind = body.encode(), "text/plain; charset=utf-8"
         else:
             data, kind = json.dumps(body).encode(), "application/json; charset=utf-8"
-        self.send_response(status)
-        for name, value in {"Content-Type": kind, **(headers or {})}.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        reply(self, status, data, {"Content-Type": kind, **(headers or {})})
 
 
-class FakeSponsorBlock(ThreadingHTTPServer):
+class FakeSponsorBlock(StandinServer):
     """``with FakeSponsorBlock() as sb: ... VID2CONTEXT_SPONSORBLOCK_ORIGIN=sb.origin``."""
 
-    daemon_threads = True
-
     def __init__(self, segments: dict[str, list[dict[str, Any]]] | None = None) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.segments = SEGMENTS if segments is None else segments
         self.lock = threading.Lock()
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.fail_next: list[tuple[int, dict[str, str]]] = []
         self.limit: int | None = None
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
-
-    @property
-    def origin(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
-        self.server_close()
-        self._thread.join(timeout=5)

@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from .standin_http import QuietHandler, StandinServer, reply
 
 KEY = "sd-test-key-0123456789"
 DOCS = "https://supadata.ai/documentation/errors"
@@ -64,11 +65,8 @@ def _error(code: str, message: str) -> dict[str, str]:
     return {"error": code, "message": message, "details": message, "documentationUrl": f"{DOCS}#{code}"}
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: FakeSupadata  # type: ignore[assignment]
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's name
-        return
 
     def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
         parts = urlsplit(self.path)
@@ -149,39 +147,21 @@ class _Handler(BaseHTTPRequestHandler):
         self, status: int, body: Any, headers: dict[str, str] | None = None, *, raw: bytes | None = None
     ) -> None:
         data = raw if raw is not None else json.dumps(body).encode()
-        self.send_response(status)
-        headers = {"Content-Type": "application/json", **(headers or {})}
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        reply(self, status, data, {"Content-Type": "application/json", **(headers or {})})
 
 
-class FakeSupadata(ThreadingHTTPServer):
+class FakeSupadata(StandinServer):
     """``with FakeSupadata() as sd: ... SUPADATA_BASE_URL=sd.base_url, SUPADATA_API_KEY=KEY``."""
 
-    daemon_threads = True
-
     def __init__(self, key: str = KEY) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.key = key
         self.lock = threading.Lock()
         self.requests: list[tuple[str, dict[str, str], bool]] = []
         self.jobs: dict[str, list[Any]] = {}
         self.fail_next: list[tuple[int, dict[str, str]]] = []
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property
     def base_url(self) -> str:
         host, port = self.server_address[:2]
         return f"http://{host}:{port}/v1"
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
-        self.server_close()
-        self._thread.join(timeout=5)

@@ -40,10 +40,11 @@ import wave
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import HTTP
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
+from .standin_http import HandledStandin, reply
 from .together import TogetherThreads
 
 RATE = 16_000
@@ -166,7 +167,7 @@ class Request:
     auth: str | None = None
 
 
-class FakeWhisper:
+class FakeWhisper(HandledStandin):
     """The server; use as a context manager (``with FakeWhisper() as fake: fake.url``)."""
 
     def __init__(
@@ -193,8 +194,6 @@ class FakeWhisper:
         self._failures: list[tuple[int, int | None]] = []
         self._refused: dict[str, int] = {}
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- scripting ----------------------------------------------------------------------------
 
@@ -210,42 +209,8 @@ class FakeWhisper:
             self._refused[hashlib.sha256(audio).hexdigest()] = status
 
     @property
-    def url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    @property
     def answered(self) -> list[Request]:
         return [r for r in self.requests if r.status == 200]
-
-    # -- lifecycle ----------------------------------------------------------------------------
-
-    def __enter__(self) -> Self:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                fake._handle(self)
-
-            def do_GET(self) -> None:
-                fake._stats(self)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()
 
     # -- answering ----------------------------------------------------------------------------
 
@@ -264,11 +229,9 @@ class FakeWhisper:
                 "sizes": [r.size for r in answered],
             }
         ).encode()
-        http.send_response(200)
-        http.send_header("Content-Type", "application/json")
-        http.send_header("Content-Length", str(len(data)))
-        http.end_headers()
-        http.wfile.write(data)
+        reply(http, 200, data, {"Content-Type": "application/json"})
+
+    _get = _stats
 
     def _handle(self, http: BaseHTTPRequestHandler) -> None:
         started = time.monotonic()
@@ -291,13 +254,7 @@ class FakeWhisper:
         record.status = status
         record.ended = time.monotonic()
         data = json.dumps(payload).encode()
-        http.send_response(status)
-        http.send_header("Content-Type", "application/json")
-        http.send_header("Content-Length", str(len(data)))
-        for name, value in headers.items():
-            http.send_header(name, value)
-        http.end_headers()
-        http.wfile.write(data)
+        reply(http, status, data, {"Content-Type": "application/json", **headers})
 
     def _answer(
         self, http: BaseHTTPRequestHandler, body: bytes, record: Request

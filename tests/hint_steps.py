@@ -49,6 +49,7 @@ REST_ONLY = (
     "job_pieces.py",
     "cli.py",
     "cli_remote.py",
+    "cli_frame.py",
     "remote.py",
     "library_put.py",
     "site.py",

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import functools
 import subprocess
-import threading
 import time
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Self
 
 from .fake_whisper import Word, tone_audio
 from .processes import command_lines
+from .standin_http import QuietHandler, StandinServer
 
 __all__ = ["HANG_GUARD_S", "LiveHls", "readers_of", "tone_words"]
 
@@ -41,10 +41,7 @@ def tone_words(path: Path, sentences: int, *, lead: float = 4.0) -> list[Word]:
     return tone_audio(path, words, total=at + 0.5)
 
 
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
-
+class _Quiet(QuietHandler, SimpleHTTPRequestHandler):
     def end_headers(self) -> None:
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
@@ -57,17 +54,16 @@ class LiveHls:
         self.writer: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
         handler = functools.partial(_Quiet, directory=str(folder))
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.server = StandinServer(handler)  # type: ignore[arg-type]  # a handler class with its folder
+        self.server.daemon_threads = False  # closing waits for the requests being answered
         self._start = start
 
     @property
     def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}/live.m3u8"
+        return f"{self.server.origin}/live.m3u8"
 
     def __enter__(self) -> Self:
-        self._thread.start()
+        self.server.__enter__()
         if self._start:
             self.play()
         return self
@@ -92,8 +88,7 @@ class LiveHls:
         if self.writer is not None:
             self.writer.terminate()
             self.writer.wait(HANG_GUARD_S)
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.__exit__()
 
 
 def readers_of(url: str) -> list[int]:

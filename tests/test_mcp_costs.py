@@ -17,17 +17,21 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 from mcp.client import Client
 
+from vid2context.live.core import live_text
 from vid2context.mcp import create_mcp
 from vid2context.mcp.fences import unfence
 from vid2context.mcp.prompts import READING
 from vid2context.mcp.server import INSTRUCTIONS
 from vid2context.mcp.tools.common import STALE_DAYS, about, notes
+from vid2context.mcp.tools.exports import EXPORT_COSTS
+from vid2context.mcp.tools.live import LIVE_COSTS
 from vid2context.mcp.tools.research import RESEARCH_COSTS
 from vid2context.mcp.tools.transcripts import STATED_COSTS
 from vid2context.models import Attempt
@@ -35,9 +39,10 @@ from vid2context.pipeline import get_context
 from vid2context.runtime import Runtime
 from vid2context.tokens import estimate_tokens
 
+from .fake_notion import PARENT, TOKEN, FakeNotion
 from .pages import follow, text_of
 from .runtimes import Runtimes
-from .talks import THREE_HOURS, three_hour_talk, with_speech
+from .talks import THREE_HOURS, bike_review, sourdough, three_hour_talk, with_speech
 from .youtube_replay import httpx_callback
 
 pytestmark = [pytest.mark.anyio, pytest.mark.httpx_mock(assert_all_responses_were_requested=False)]
@@ -45,6 +50,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.httpx_mock(assert_all_responses_wer
 VIDEO = "GJLlxj_dtq8"
 TALKS = {minutes: f"Talk{minutes:03d}mins" for minutes in (10, 30, 60, 90, 120, 180)}
 READING_TOOLS = ("get_transcript", "get_section", "get_outline", "get_metadata", "list_formats")
+STATING_TOOLS = ("choose_caption_track", "export_notion", "export_obsidian", "watch_live")
+"""Other tools whose descriptions state costs measured here."""
 
 
 async def _runtime(runtimes: Runtimes, httpx_mock: Any, environ: dict[str, str] | None = None) -> Runtime:
@@ -205,19 +212,76 @@ _ABOUT = re.compile(
 )
 
 
+async def test_what_the_track_choice_lists_costs_what_it_says(client: Client) -> None:
+    """Without elicitation in the client the tool answers the list; its tracks are
+    list_caption_languages' tracks, so they cost what that tool states for one."""
+    listed = await client.call_tool("choose_caption_track", {"url": VIDEO})
+    body = msgspec.json.decode(listed.content[0].text)
+    assert not body["asked"] and len(body["tracks"]) >= 5
+    whole = text_of(listed)
+    without = whole.replace(msgspec.json.encode(body["tracks"]).decode(), "[]")
+    assert without != whole
+    per_track = (estimate_tokens(whole) - estimate_tokens(without)) / len(body["tracks"])
+    assert _near(per_track, STATED_COSTS["per_track"], 0.25), per_track
+
+
+async def test_what_the_exports_answer_costs_what_they_say(runtimes: Runtimes, tmp_path: Path) -> None:
+    """A page's cost is its URL, id and title; a note's is vaultPath (the caller's own, so not
+    counted in the figure) and the note's name."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    videos = [bike_review(), sourdough(), three_hour_talk()]
+    with FakeNotion() as notion:
+        environ = {"NOTION_TOKEN": TOKEN, "VID2CONTEXT_NOTION_ORIGIN": notion.origin}
+        runtime = await runtimes.build(environ | {"VID2CONTEXT_FILE_ROOTS": str(tmp_path)})
+        for context in videos:
+            await runtime.storage.put_context(context)
+        pages, written = [], []
+        async with Client(create_mcp(runtime)) as client:
+            for count in (1, 3):
+                urls = [context.id for context in videos[:count]]
+                for tool, args, sizes in (
+                    ("export_notion", {"parentPageId": PARENT}, pages),
+                    ("export_obsidian", {"vaultPath": str(vault)}, written),
+                ):
+                    result = await client.call_tool(tool, {"urls": urls} | args)
+                    assert not result.is_error, text_of(result)
+                    sizes.append(estimate_tokens(text_of(result)))
+    per_page = (pages[1] - pages[0]) / 2
+    per_note = (written[1] - written[0]) / 2 - len(str(vault)) / 4
+    assert _near(per_page, EXPORT_COSTS["per_page"], 0.2), per_page
+    assert _near(per_note, EXPORT_COSTS["per_note"], 0.3), per_note
+
+
+def test_what_a_live_watch_answers_costs_what_it_says() -> None:
+    """The watch's text is one [m:ss] line a segment, here the generated talk's speech."""
+    segments = three_hour_talk().transcript.segments
+    per_minute = estimate_tokens(live_text(segments)) / (segments[-1].end_sec / 60)
+    assert _near(per_minute, LIVE_COSTS["live_per_minute"], 0.1), per_minute
+
+
 async def test_every_cost_a_reading_tool_states_is_a_measured_one(client: Client) -> None:
     # The research tools' figures are measured in tests/test_research.py and test_video_context.py.
-    stated = {about(tokens) for tokens in (*STATED_COSTS.values(), *RESEARCH_COSTS.values())}
+    measured = (
+        *STATED_COSTS.values(),
+        *RESEARCH_COSTS.values(),
+        *EXPORT_COSTS.values(),
+        *LIVE_COSTS.values(),
+    )
+    stated = {about(tokens) for tokens in measured}
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    texts = [tools[name].description or "" for name in READING_TOOLS] + [INSTRUCTIONS, READING]
+    texts = [tools[name].description or "" for name in (*READING_TOOLS, *STATING_TOOLS)] + [
+        INSTRUCTIONS,
+        READING,
+    ]
     found = set()
     for text in texts:
-        assert "{" + "per_hour" + "}" not in text and "{outline_base}" not in text  # all filled in
+        assert not re.search(r"\{[a-z_]+\}", text), text  # every figure filled in
         for match in _ABOUT.finditer(text):
             figure = next(group for group in match.groups() if group)
             found.add(figure)
     assert found - {"12k"} <= stated, found - stated  # 12k: the contracts' speech figure, measured above
-    assert {"14k", "200", "40", "1.2k", "100", "650", "270"} <= found | stated
+    assert {"14k", "200", "40", "1.2k", "100", "650", "270", "20", "30", "12", "230"} <= found
 
 
 # --- our lines after the fence: only news --------------------------------------------------------

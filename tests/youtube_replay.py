@@ -20,12 +20,12 @@ import functools
 import gzip
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+
+from .standin_http import QuietHandler, StandinServer, reply
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 YTA = FIXTURES / "youtube" / "yta"
@@ -131,11 +131,8 @@ def httpx_callback(request: httpx.Request) -> httpx.Response:
     return httpx.Response(status, headers=headers, content=content)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: ReplayServer  # type: ignore[assignment]
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's name
-        return
 
     def _reply(self, method: str) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -143,12 +140,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.requests.append((method, self.path))
         self.server.headers_seen.append(str(self.headers))
         status, headers, content = answer(method, self.path, body, blocked=self.server.blocked)
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(content)))
-        self.end_headers()
-        self.wfile.write(content)
+        reply(self, status, content, headers)
 
     def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
         self._reply("GET")
@@ -157,27 +149,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply("POST")
 
 
-class ReplayServer(ThreadingHTTPServer):
-    daemon_threads = True
-
+class ReplayServer(StandinServer):
     def __init__(self, *, blocked: bool = False) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.blocked = blocked
         self.requests: list[tuple[str, str]] = []
         self.headers_seen: list[str] = []
         """Each request's headers as received (what the app sent upstream)."""
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
-
-    @property
-    def origin(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> ReplayServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
-        self.server_close()
-        self._thread.join(timeout=5)

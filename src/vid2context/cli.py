@@ -19,12 +19,13 @@ from typing import Any, TextIO
 import msgspec
 
 from . import __version__
+from .cli_frame import on_local_runtime, print_error
 from .ctx import Ctx
 from .errors import VidError
 from .formats import FORMATTERS, RenderOptions, get_formatter, render_view
 from .models import VideoContext
 from .outline import get_section
-from .runtime import build_local_runtime
+from .runtime import Runtime, build_local_runtime
 from .settings import SETTINGS, load_settings
 
 __all__ = ["local_app", "main"]
@@ -178,28 +179,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return asyncio.run(run(args, sys.stdout, sys.stderr))
     except VidError as error:
-        _print_error(error, sys.stderr)
+        print_error(error, sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
     return 2  # pragma: no cover - argparse enforces a known command
 
 
-def _print_error(error: VidError, err: TextIO) -> None:
-    print(f"error: {error.code.value}: {error.message}", file=err)
-    if error.hint:
-        print(f"hint: {error.hint}", file=err)
-    for attempt in error.attempts:
-        reason = f" ({attempt.reason})" if attempt.reason else ""
-        print(f"  tried {attempt.id} [{attempt.stage}] {attempt.outcome}{reason}, {attempt.ms} ms", file=err)
-
-
 async def _get(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .pipeline import get_context  # imported late: start-up of other commands stays fast
 
     formatter = get_formatter(args.format)  # an unknown format fails before any network call
-    runtime = build_local_runtime()
-    try:
+
+    async def work(runtime: Runtime) -> int:
         ctx = Ctx(timeout=runtime.settings.request_timeout_ms / 1000)
         if not args.quiet:
             print(f"vid2context: reading {args.url[:200]}", file=err)
@@ -211,11 +203,8 @@ async def _get(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(_render(context, args, formatter.id))
         out.flush()
         return 0
-    except VidError as error:
-        _print_error(error, err)
-        return 1
-    finally:
-        await runtime.aclose()
+
+    return await on_local_runtime(work, err)
 
 
 async def _search(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -224,8 +213,7 @@ async def _search(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .batch import read_videos
     from .search.engine import SearchRequest, search
 
-    runtime = build_local_runtime()
-    try:
+    async def work(runtime: Runtime) -> int:
         ctx = Ctx(timeout=runtime.settings.request_timeout_ms / 1000)
         request = SearchRequest(
             query=args.query, collection=args.collection, limit=args.limit, mode=args.mode, rerank=args.rerank
@@ -249,11 +237,8 @@ async def _search(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             out.write(render_hits(result) + "\n")
         print(status_line(result), file=err)
         return 0
-    except VidError as error:
-        _print_error(error, err)
-        return 1
-    finally:
-        await runtime.aclose()
+
+    return await on_local_runtime(work, err)
 
 
 async def _index(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -262,8 +247,7 @@ async def _index(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .library import normalize_video_id
     from .search.indexing import index_library
 
-    runtime = build_local_runtime()
-    try:
+    async def work(runtime: Runtime) -> int:
 
         def progress(event: dict) -> None:
             if not args.quiet:
@@ -278,11 +262,8 @@ async def _index(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         summary = await index_library(runtime, video_ids=ids, on_item=item, on_progress=progress)
         out.write(msgspec.json.encode(summary).decode() + "\n")
         return 1 if summary.failed and not summary.indexed and not summary.skipped else 0
-    except VidError as error:
-        _print_error(error, err)
-        return 1
-    finally:
-        await runtime.aclose()
+
+    return await on_local_runtime(work, err)
 
 
 def _render(context: VideoContext, args: argparse.Namespace, format_id: str) -> str:
@@ -375,9 +356,8 @@ async def _refresh_due(out: TextIO, err: TextIO) -> int:
     each once), wait for them, one JSON line per refresh."""
     from .watch import refresh_due
 
-    runtime = build_local_runtime()
-    failed = 0
-    try:
+    async def work(runtime: Runtime) -> int:
+        failed = 0
         for job in await refresh_due(runtime):
             done = await runtime.jobs.wait(runtime, job.id)
             line: dict[str, Any] = {"job": done.id, "status": done.status, "collectionId": None, "added": []}
@@ -388,9 +368,9 @@ async def _refresh_due(out: TextIO, err: TextIO) -> int:
                 failed += 1
                 line["error"] = msgspec.to_builtins(done.error)
             print(json.dumps(line), file=out)
-    finally:
-        await runtime.aclose()
-    return 1 if failed else 0
+        return 1 if failed else 0
+
+    return await on_local_runtime(work, err)
 
 
 KEYED_HOST = "0.0.0.0"  # only with API keys set, or when --host asks for it

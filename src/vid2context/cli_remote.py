@@ -15,9 +15,10 @@ from typing import Any, TextIO
 import httpx
 import msgspec
 
+from .cli_frame import on_local_runtime
 from .errors import ErrorCode, VidError
 from .remote import ItemReport, RemoteServer, pull, push, sync
-from .runtime import build_local_runtime
+from .runtime import Runtime
 
 __all__ = ["COMMANDS", "add_commands", "run"]
 
@@ -102,10 +103,10 @@ def _line(item: ItemReport, err: TextIO, number: int) -> None:
 
 async def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run ``push``, ``pull`` or ``sync``; 0 when everything moved, 1 when anything failed."""
-    runtime = build_local_runtime()
-    url = args.url or runtime.settings.remote_url
-    key = args.key or runtime.settings.remote_key
-    try:
+
+    async def work(runtime: Runtime) -> int:
+        url = args.url or runtime.settings.remote_url
+        key = args.key or runtime.settings.remote_key
         if not url:
             raise VidError(
                 ErrorCode.BAD_REQUEST,
@@ -156,13 +157,8 @@ async def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 )
         out.write((msgspec.json.encode(report).decode() if args.json else summary) + "\n")
         return 1 if report.failed else 0
-    except VidError as error:
-        print(f"error: {error.code.value}: {error.message}", file=err)
-        if error.hint:
-            print(f"hint: {error.hint}", file=err)
-        return 1
-    finally:
-        await runtime.aclose()
+
+    return await on_local_runtime(work, err, attempts=False)
 
 
 def _counts(items: list[ItemReport], verb: str) -> str:

@@ -43,7 +43,7 @@ from .errors import ErrorCode, Hint, VidError, per_surface
 from .models import VideoRef
 from .timecode import parse_time
 
-__all__ = ["is_list", "parse_input"]
+__all__ = ["is_list", "legacy_ipv4", "parse_input"]
 
 _MAX_CHARS = 2048
 _SHOWN_CHARS = 60
@@ -355,13 +355,13 @@ def _normal_host(raw: str, *, bracketed: bool) -> str:
     host = host.lower().removesuffix(".")
     if not _HOST_NAME.fullmatch(host):
         raise bad
-    ipv4 = _legacy_ipv4(host)
+    ipv4 = legacy_ipv4(host)
     if ipv4 is False:
         raise bad
     return str(ipv4) if ipv4 else host
 
 
-def _legacy_ipv4(host: str) -> ipaddress.IPv4Address | bool | None:
+def legacy_ipv4(host: str) -> ipaddress.IPv4Address | bool | None:
     """The address of a host whose last label is a number, as browsers and ``inet_aton`` read it.
 
     ``127.1``, ``0x7f000001``, ``2130706433`` and ``0177.0.0.1`` are all 127.0.0.1. ``None`` when

@@ -26,8 +26,8 @@ from litestar.datastructures import ResponseHeader
 from litestar.params import JSONBody, QueryParameter
 from litestar.response import Stream
 
-from .. import library
 from ..batch import CONCURRENCY, MAX_VIDEOS, read_videos
+from ..batch_inputs import Refusals, request_inputs
 from ..bundle import build_bundle
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
@@ -104,6 +104,7 @@ _INPUTS_HINT = (
     "Give inputs (video URLs or ids, playlists, channels) or a collectionId, e.g. "
     '{"inputs": ["https://www.youtube.com/watch?v=jNQXAC9IVRw"]}.'
 )
+_REFUSALS = Refusals(none="No videos to read.", hint=_INPUTS_HINT)
 
 
 class PackRequest(Base, kw_only=True, forbid_unknown_fields=True):
@@ -140,19 +141,6 @@ def section_route(mode: str | None = None, lang: str | None = None) -> Reader:
     return reader
 
 
-def _too_many(count: str) -> VidError:
-    return VidError(
-        ErrorCode.TOO_LARGE,
-        f"This request names {count} videos; the limit is {MAX_VIDEOS}.",
-        hint=f"Give inputs of at most {MAX_VIDEOS} videos per request, and send the rest in further requests.",
-    )
-
-
-async def _collection_inputs(runtime: Runtime, collection_id: str) -> list[str]:
-    """The collection's saved videos (in added order), then its pending inputs."""
-    return (await library.get_collection_view(runtime, collection_id)).inputs
-
-
 async def _read(
     runtime: Runtime, inputs: list[str], *, mode: Mode, lang: str | None, ctx: Ctx
 ) -> tuple[list[VideoContext], list[tuple[str, VidError]]]:
@@ -170,21 +158,14 @@ def _query_inputs(url: list[str] | None) -> list[str]:
     inputs = [text for text in url or [] if text.strip()]
     if not inputs:
         raise VidError(ErrorCode.BAD_REQUEST, "The url parameter is required.", hint=_INPUTS_HINT)
-    if len(inputs) > MAX_VIDEOS:
-        raise _too_many(f"{len(inputs)}")
+    _REFUSALS.check_count(inputs)
     return inputs
 
 
 async def _body_inputs(runtime: Runtime, data: PackRequest) -> list[str]:
-    inputs = list(data.inputs or [])
-    if len(inputs) > MAX_VIDEOS:
-        raise _too_many(f"{len(inputs)}")
-    if data.collection_id is not None:
-        inputs += await _collection_inputs(runtime, data.collection_id)
-    if not inputs:
-        raise VidError(ErrorCode.BAD_REQUEST, "No videos to read.", hint=_INPUTS_HINT)
-    if len(inputs) > MAX_VIDEOS:
-        raise _too_many(f"{len(inputs)}")
+    inputs, _ = await request_inputs(
+        runtime, list(data.inputs or []), data.collection_id, _REFUSALS, collection_first=False
+    )
     return inputs
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import library
 from ..batch import MAX_VIDEOS, OnEvent, read_videos
+from ..batch_inputs import Refusals, request_inputs
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError
 from ..models import FailedInput, VideoContext
@@ -36,6 +36,7 @@ INPUTS_HINT = (
     '{"inputs": ["https://www.youtube.com/watch?v=jNQXAC9IVRw"]}.'
 )
 TITLE = "vid2context export"
+_REFUSALS = Refusals(none="No videos to export.", hint=INPUTS_HINT, names="This export")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,29 +54,13 @@ class NotionExport:
     failed: list[tuple[str, VidError]]
 
 
-def _too_many(count: int) -> VidError:
-    return VidError(
-        ErrorCode.TOO_LARGE,
-        f"This export names {count} videos; the limit is {MAX_VIDEOS}.",
-        hint=f"Give inputs of at most {MAX_VIDEOS} videos per request, and send the rest in further requests.",
-    )
-
-
 async def named_inputs(
     runtime: Runtime, inputs: list[str] | None, collection_id: str | None
 ) -> tuple[list[str], str]:
     """The inputs to read and the export's title; ``bad-request`` when there are none."""
     given = [text for text in inputs or [] if isinstance(text, str) and text.strip()]
-    if len(given) > MAX_VIDEOS:
-        raise _too_many(len(given))
-    title = TITLE
-    if collection_id is not None:
-        view = await library.get_collection_view(runtime, collection_id)
-        given = view.inputs + given
-        title = view.name
-    if not given:
-        raise VidError(ErrorCode.BAD_REQUEST, "No videos to export.", hint=INPUTS_HINT)
-    return given, title
+    named, view = await request_inputs(runtime, given, collection_id, _REFUSALS, recount=False)
+    return named, TITLE if view is None else view.name
 
 
 async def gather(

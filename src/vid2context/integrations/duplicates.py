@@ -31,9 +31,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from .. import library, pipeline
+from .. import pipeline
 from ..answers.scope import failed_inputs
 from ..batch import MAX_VIDEOS, OnEvent, emit, read_videos
+from ..batch_inputs import Refusals, request_inputs
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError, per_surface
 from ..formats.blocks import link_at
@@ -88,6 +89,15 @@ _INPUTS_HINT = per_surface(
     rest=f"Give inputs (video URLs or ids, playlists, channels) and/or a collectionId, e.g. "
     f'{{"inputs": {_EXAMPLE}}}.',
     mcp=f"Give urls (video URLs or ids, playlists, channels) and/or a collection, e.g. urls={_EXAMPLE}.",
+)
+_REFUSALS = Refusals(
+    none="No videos to compare: neither inputs nor a collection with videos was given.",
+    hint=_INPUTS_HINT,
+    limit=f"at most {MAX_VIDEOS} are compared at once",
+    split=per_surface(
+        rest=f"Split the inputs (with the collectionId's videos) into requests of at most {MAX_VIDEOS}.",
+        mcp=f"Split the urls (with the collection's videos) into calls of at most {MAX_VIDEOS}.",
+    ),
 )
 
 
@@ -155,17 +165,6 @@ def _bad(message: str) -> VidError:
     return VidError(ErrorCode.BAD_REQUEST, message, hint=_INPUTS_HINT)
 
 
-def _too_many(count: int) -> VidError:
-    return VidError(
-        ErrorCode.TOO_LARGE,
-        f"This request names {count} videos; at most {MAX_VIDEOS} are compared at once.",
-        hint=per_surface(
-            rest=f"Split the inputs (with the collectionId's videos) into requests of at most {MAX_VIDEOS}.",
-            mcp=f"Split the urls (with the collection's videos) into calls of at most {MAX_VIDEOS}.",
-        ),
-    )
-
-
 async def check_inputs(runtime: Runtime, inputs: Any, collection: Any) -> list[str]:
     """The inputs to read (the collection's saved videos, then its pending ones, then ``inputs``),
     refused before any video is read: none, not strings, more than ``MAX_VIDEOS``, one no source
@@ -177,22 +176,16 @@ async def check_inputs(runtime: Runtime, inputs: Any, collection: Any) -> list[s
     ):
         raise _bad("inputs must be an array of video URLs or ids, none empty.")
     given = list(dict.fromkeys(text.strip() for text in inputs or ()))
-    if len(given) > MAX_VIDEOS:
-        raise _too_many(len(given))
+    _REFUSALS.check_count(given)
     if any(len(text) > _INPUT_CHARS for text in given):
         raise _bad(f"An input is longer than {_INPUT_CHARS} characters; no video URL is that long.")
     for text in given:
         pipeline.resolve(runtime, text)  # unsupported-input before anything is read
-    if collection is not None:
-        if not isinstance(collection, str) or not collection.strip():
-            raise _bad("The collection must be given as its id (col_...) or its name.")
-        view = await library.get_collection_view(runtime, collection.strip())
-        given = list(dict.fromkeys(view.inputs + given))
-    if not given:
-        raise _bad("No videos to compare: neither inputs nor a collection with videos was given.")
-    if len(given) > MAX_VIDEOS:
-        raise _too_many(len(given))
-    return given
+    if collection is not None and (not isinstance(collection, str) or not collection.strip()):
+        raise _bad("The collection must be given as its id (col_...) or its name.")
+    collection_id = collection.strip() if collection is not None else None
+    named, _ = await request_inputs(runtime, given, collection_id, _REFUSALS, distinct=True)
+    return named
 
 
 def _contained(share: float, matched: int) -> bool:

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from ..addresses import AddressClass, address_class, name_class
 from ..errors import ErrorCode, VidError
-from ..inputs import _legacy_ipv4  # how browsers and inet_aton read 2852039166 or 0xa9.254.169.254
+from ..inputs import legacy_ipv4  # how browsers and inet_aton read 2852039166 or 0xa9.254.169.254
 
 __all__ = [
     "MAX_URL_CHARS",
@@ -144,7 +144,7 @@ def parse_target(url: object, *, public: bool) -> Target:
     try:
         literal: IPAddress | None = ipaddress.ip_address(host)
     except ValueError:
-        legacy = _legacy_ipv4(host)
+        legacy = legacy_ipv4(host)
         if legacy is False:
             raise _bad("url has a host that looks like a number but is no address.") from None
         literal = legacy or None

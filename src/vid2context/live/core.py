@@ -49,6 +49,7 @@ __all__ = [
     "LiveWatch",
     "check_minutes",
     "live_events",
+    "live_text",
     "prepare_live",
 ]
 
@@ -180,6 +181,12 @@ def _fresh(segments: list[Segment], offset: float, heard_to: float) -> list[Segm
     return fresh
 
 
+def live_text(segments: list[Segment]) -> str:
+    """The watch's whole transcript as its result gives it: one ``[m:ss] text`` line a segment
+    (``watch_live`` states its cost a minute, measured on this)."""
+    return "\n".join(f"[{format_timestamp(s.start_sec)}] {s.text}" for s in segments)
+
+
 async def live_events(runtime: Runtime, watch: LiveWatch, ctx: Ctx) -> AsyncIterator[Event]:
     """The watch as events (see the module docstring); raises ``VidError`` when it fails."""
     assert runtime.live is not None  # prepare_live checked it
@@ -223,7 +230,7 @@ async def live_events(runtime: Runtime, watch: LiveWatch, ctx: Ctx) -> AsyncIter
     yield Event(
         "done",
         {
-            "text": "\n".join(f"[{format_timestamp(s.start_sec)}] {s.text}" for s in sent),
+            "text": live_text(sent),
             "segments": len(sent),
             "durationSec": round(heard_sec, 3),
             "reason": "max-minutes" if heard_sec >= length - 1.0 else "ended",

@@ -117,5 +117,27 @@ def register(server: MCPServer, runtime: Runtime) -> Subscriptions:
     low = server._lowlevel_server
     low.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
     low.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
-    runtime.on_added.append(subscriptions.added)
+    _follow(runtime, subscriptions)
     return subscriptions
+
+
+def _follow(runtime: Runtime, subscriptions: Subscriptions) -> None:
+    """Tell ``subscriptions`` of ``runtime``'s additions for as long as its server lives.
+
+    The runtime holds the listener, and the listener only a weak reference to ``subscriptions``
+    (which the server holds): a server that is dropped (tests build many on one runtime) is
+    collected, and its listener leaves ``runtime.on_added`` with it."""
+    added = weakref.WeakMethod(subscriptions.added)
+    listeners = runtime.on_added
+
+    async def listener(collection_id: str, videos: list[Any]) -> None:
+        method = added()
+        if method is not None:
+            await method(collection_id, videos)
+
+    def drop() -> None:
+        if listener in listeners:
+            listeners.remove(listener)
+
+    listeners.append(listener)
+    weakref.finalize(subscriptions, drop)

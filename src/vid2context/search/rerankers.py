@@ -25,15 +25,13 @@ import math
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-import httpx
 import msgspec
 
-from ..cloudflare_api import run_url
+from ..cloudflare_api import RestRung
 from ..ctx import Ctx
 from ..errors import ErrorCode, VidError, steps
 from ..models import Attempt
-from ..providers.speech import RungError, Tier, Wording, response_error, transport_error
-from ..providers.whisper_openai import request_timeout
+from ..providers.speech import RungError, Tier, Wording
 from ..providers.whisper_workers_ai import AiBinding
 
 __all__ = [
@@ -119,39 +117,16 @@ class _Rung:
     max_contexts = MAX_CONTEXTS
 
 
-class WorkersAIReranker(_Rung):
+class WorkersAIReranker(RestRung, _Rung):
     """The cross-encoder on Workers AI over its REST API."""
 
     requires = REQUIRES
 
-    def __init__(
-        self,
-        http: httpx.AsyncClient,
-        *,
-        account_id: str | None,
-        api_token: str | None,
-        base_url: str | None = None,
-    ) -> None:
-        self.enabled = bool(account_id and api_token)
-        self._http = http
-        self._token = api_token or ""
-        self._url = run_url(base_url, account_id, RERANK_MODEL)
-
     async def rerank(self, query: str, texts: list[str], ctx: Ctx) -> list[float]:
         ctx.check()
-        try:
-            response = await self._http.post(
-                self._url,
-                json=_inputs(query, texts),
-                headers={"Authorization": f"Bearer {self._token}"},
-                timeout=request_timeout(ctx, READ_TIMEOUT_S),
-            )
-        except httpx.TimeoutException as exc:
-            raise transport_error(SERVICE, exc, timeout=True, wording=RERANK_WORDING) from None
-        except httpx.HTTPError as exc:
-            raise transport_error(SERVICE, exc, wording=RERANK_WORDING) from None
-        if response.status_code != 200:
-            raise response_error(SERVICE, response, requires=REQUIRES, wording=RERANK_WORDING)
+        response = await self._run_model(
+            _inputs(query, texts), ctx, read_timeout_s=READ_TIMEOUT_S, wording=RERANK_WORDING
+        )
         try:
             envelope = msgspec.json.decode(response.content, type=_Envelope)
         except (msgspec.DecodeError, msgspec.ValidationError):

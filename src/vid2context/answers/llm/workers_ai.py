@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import httpx
 import msgspec
 
-from ...cloudflare_api import run_url
+from ...cloudflare_api import RestRung
 from ...ctx import Ctx
 from ...errors import ErrorCode, VidError
 from ...models import ChatMessage, Usage
@@ -167,30 +167,17 @@ class _Rung:
     max_output_tokens = MAX_OUTPUT_TOKENS
 
 
-class WorkersAILlm(_Rung):
+class WorkersAILlm(RestRung, _Rung):
     """``LanguageModel`` on Workers AI over its REST API (httpx; no SDK needed)."""
 
     requires = REQUIRES
-
-    def __init__(
-        self,
-        http: httpx.AsyncClient,
-        *,
-        account_id: str | None,
-        api_token: str | None,
-        base_url: str | None = None,
-    ) -> None:
-        self.enabled = bool(account_id and api_token)
-        self._http = http
-        self._token = api_token or ""
-        self._url = run_url(base_url, account_id, WORKERS_AI_LLM_MODEL)
 
     def _post(self, body: dict[str, Any], ctx: Ctx) -> httpx.Request:
         return self._http.build_request(
             "POST",
             self._url,
             json=body,
-            headers={"Authorization": f"Bearer {self._token}"},
+            headers=self._headers,
             timeout=request_timeout(ctx, READ_TIMEOUT_S),
         )
 

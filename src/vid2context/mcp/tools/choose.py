@@ -22,12 +22,13 @@ from ...formats import RenderOptions, get_formatter
 from ...models import Base, CaptionTrack
 from ...pipeline import get_context
 from ...runtime import Runtime
+from ..costs import STATED_COSTS
 from ..paging import page_size
 from ..params import Url
 from ..reading import Reading
 from ..results import JsonReply, Reply
 from ..toolkit import ContractTool, Deps, define
-from .common import notes
+from .common import describe_costs, notes
 
 __all__ = ["TrackChoices", "tools"]
 
@@ -90,8 +91,8 @@ def tools(deps: Deps) -> list[ContractTool]:
         the user to pick one (elicitation), then returns that track's transcript as
         get_transcript does (text, [m:ss] lines, in pages). Without elicitation in this client
         it returns the list instead: call get_transcript with the chosen language. Costs what
-        get_transcript costs for the chosen track (about 12k tokens an hour of speech), or about
-        30 tokens per track for the list."""
+        get_transcript costs for the chosen track (about {per_hour} tokens an hour of speech), or
+        about {per_track} tokens per track for the list."""
         listed: CaptionLanguages = await caption_languages(runtime, url, _call_ctx(runtime))
         languages = _languages(listed.tracks)
         chosen: str | None = next(iter(languages)) if len(languages) == 1 else None
@@ -123,6 +124,7 @@ def tools(deps: Deps) -> list[ContractTool]:
         )
         return reading.page(None)[0]
 
+    describe_costs(choose_caption_track, STATED_COSTS)
     return [
         define(
             choose_caption_track,

@@ -23,9 +23,13 @@ from ..params import OptionalCollection, Urls
 from ..results import JsonReply, Reply
 from ..runs import Run
 from ..toolkit import ContractTool, Deps, define, over_http
-from .common import long_call
+from .common import describe_costs, long_call
 
-__all__ = ["NotionExportReply", "ObsidianExport", "tools"]
+__all__ = ["EXPORT_COSTS", "NotionExportReply", "ObsidianExport", "tools"]
+
+EXPORT_COSTS: dict[str, int] = {"per_note": 12, "per_page": 30}
+"""What each note's path (beyond vaultPath) and each Notion page cost in the answer, measured by
+``tests/test_mcp_costs.py``."""
 
 VaultPath = Annotated[
     str,
@@ -71,7 +75,7 @@ def tools(deps: Deps) -> list[ContractTool]:
 
         Only over stdio (the local server): over HTTP it is refused, since the server's disk is not
         yours. Writes only inside the allowed roots; a video that cannot be read is listed in failed.
-        Answers the paths written, about 30 tokens per note.
+        Answers the paths written: each is vaultPath and the note's name, about {per_note} tokens more.
         """
         if over_http(ctx) or runtime.name == "worker":
             raise VidError(
@@ -115,7 +119,7 @@ def tools(deps: Deps) -> list[ContractTool]:
         chapters as headings and paragraphs whose [m:ss] links open the video at that moment.
 
         Needs the server's Notion integration (NOTION_TOKEN) with the parent page shared with it.
-        A video that cannot be read is listed in failed. Answers the page URLs, about 30 tokens
+        A video that cannot be read is listed in failed. Answers the page URLs, about {per_page} tokens
         per page.
         """
         parent = notion_parent(runtime, parent_page_id)  # refused before any video is read
@@ -129,6 +133,8 @@ def tools(deps: Deps) -> list[ContractTool]:
 
         return await long_call(deps, ctx, "export_notion", args, work, writes=True)
 
+    describe_costs(export_obsidian, EXPORT_COSTS)
+    describe_costs(export_notion, EXPORT_COSTS)
     return [
         define(
             export_obsidian, title="Export Obsidian notes", read_only=False, open_world=True, idempotent=True

@@ -20,8 +20,13 @@ from ...live import DEFAULT_MAX_MINUTES, MAX_MINUTES, live_events, prepare_live
 from ...timecode import format_timestamp
 from ..results import Reply, TextReply, Untrusted
 from ..toolkit import ContractTool, Deps, define, progress_sender
+from .common import describe_costs
 
-__all__ = ["tools"]
+__all__ = ["LIVE_COSTS", "tools"]
+
+LIVE_COSTS: dict[str, int] = {"live_per_minute": 230}
+"""What a minute of speech costs in the result (one ``[m:ss]`` line a segment), measured by
+``tests/test_mcp_costs.py`` on the generated talks' speech."""
 
 StreamUrl = Annotated[
     str,
@@ -45,9 +50,9 @@ def tools(deps: Deps) -> list[ContractTool]:
         """Transcribe a live stream (HLS .m3u8 or DASH .mpd) as it arrives, for maxMinutes or until it
         ends. While it runs, each new line "[m:ss] text" is sent as a progress notification (send a
         progressToken to see them); the result is the whole transcript, times in seconds from where
-        the watch joined the stream. Holds the call for up to maxMinutes; the text costs roughly 200
-        tokens a minute of speech. A finished playlist is a video: read it with get_transcript. Local
-        server only.
+        the watch joined the stream. Holds the call for up to maxMinutes; the text costs
+        about {live_per_minute} tokens a minute of speech. A finished playlist is a video: read it
+        with get_transcript. Local server only.
         """
         work = Ctx(timeout=runtime.settings.request_timeout_ms / 1000 or None)
         watch = await prepare_live(runtime, url, max_minutes, work)
@@ -70,6 +75,7 @@ def tools(deps: Deps) -> list[ContractTool]:
             return TextReply([header, "No speech was heard."])
         return TextReply([header, Untrusted("live transcript", lines)])
 
+    describe_costs(watch_live, LIVE_COSTS)
     return [
         define(watch_live, title="Watch a live stream", read_only=True, open_world=True, idempotent=False)
     ]

@@ -30,15 +30,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
 import msgspec
 
-from ...cloudflare_api import DEFAULT_BASE_URL, run_url
+from ...cloudflare_api import DEFAULT_BASE_URL, RestRung
 from ...ctx import Ctx
 from ...errors import ErrorCode, VidError
 from ...models import Pooling
-from ...providers.speech import RungError, Tier, response_error, transport_error
-from ...providers.whisper_openai import request_timeout
+from ...providers.speech import RungError, Tier
 from ...providers.whisper_workers_ai import AiBinding
 from .base import EMBED_WORDING, unreadable
 
@@ -100,39 +98,16 @@ class _Rung:
     max_batch = MAX_BATCH
 
 
-class WorkersAIEmbedder(_Rung):
+class WorkersAIEmbedder(RestRung, _Rung):
     """``Embedder`` on Workers AI over its REST API (httpx; no SDK needed)."""
 
     requires = REQUIRES
 
-    def __init__(
-        self,
-        http: httpx.AsyncClient,
-        *,
-        account_id: str | None,
-        api_token: str | None,
-        base_url: str | None = None,
-    ) -> None:
-        self.enabled = bool(account_id and api_token)
-        self._http = http
-        self._token = api_token or ""
-        self._url = run_url(base_url, account_id, WORKERS_AI_MODEL)
-
     async def embed(self, texts: list[str], ctx: Ctx) -> Sequence[Sequence[float]]:
         ctx.check()
-        try:
-            response = await self._http.post(
-                self._url,
-                json={"text": texts, "pooling": POOLING},
-                headers={"Authorization": f"Bearer {self._token}"},
-                timeout=request_timeout(ctx, READ_TIMEOUT_S),
-            )
-        except httpx.TimeoutException as exc:
-            raise transport_error(SERVICE, exc, timeout=True, wording=EMBED_WORDING) from None
-        except httpx.HTTPError as exc:
-            raise transport_error(SERVICE, exc, wording=EMBED_WORDING) from None
-        if response.status_code != 200:
-            raise response_error(SERVICE, response, requires=REQUIRES, wording=EMBED_WORDING)
+        response = await self._run_model(
+            {"text": texts, "pooling": POOLING}, ctx, read_timeout_s=READ_TIMEOUT_S, wording=EMBED_WORDING
+        )
         try:
             envelope = msgspec.json.decode(response.content, type=_Envelope)
         except msgspec.DecodeError:
