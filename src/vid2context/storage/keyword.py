@@ -54,6 +54,7 @@ from ..search.query import (
 from .common import ON_SCREEN_IDX
 
 __all__ = [
+    "CANDIDATE_COLUMNS",
     "WINDOW",
     "Candidate",
     "LibraryStats",
@@ -322,7 +323,7 @@ _SQL_STATS = (
 )
 """FTS5's averages record (what ``bm25()`` reads: rows, then tokens per column) and the rowid range."""
 
-_CANDIDATE_COLUMNS = "s.id AS rowid, s.video_id, s.start_sec, s.end_sec, s.text, v.title, s.idx"
+CANDIDATE_COLUMNS = "s.id AS rowid, s.video_id, s.start_sec, s.end_sec, s.text, v.title, s.idx"
 
 
 def _sql_rows_with(table: str) -> str:
@@ -335,7 +336,7 @@ def _sql_rows_with(table: str) -> str:
 def _sql_window(table: str, within: bool) -> str:
     if not within:
         return (
-            f"SELECT {_CANDIDATE_COLUMNS} FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? "
+            f"SELECT {CANDIDATE_COLUMNS} FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? "
             f"ORDER BY rowid DESC LIMIT {WINDOW}) AS f JOIN segments AS s ON s.id = f.rowid "
             "JOIN videos AS v ON v.id = s.video_id ORDER BY s.id DESC"
         )
@@ -350,7 +351,7 @@ def _sql_window(table: str, within: bool) -> str:
         "FROM json_each(?) AS w), "
         f"m AS MATERIALIZED (SELECT f.rowid AS id FROM r CROSS JOIN {table} AS f "
         f"WHERE f.{table} MATCH ? AND f.rowid BETWEEN r.lo AND r.hi) "
-        f"SELECT {_CANDIDATE_COLUMNS} FROM (SELECT id FROM m ORDER BY id DESC LIMIT {WINDOW}) AS top "
+        f"SELECT {CANDIDATE_COLUMNS} FROM (SELECT id FROM m ORDER BY id DESC LIMIT {WINDOW}) AS top "
         "JOIN segments AS s ON s.id = top.id JOIN videos AS v ON v.id = s.video_id "
         "WHERE s.video_id IN (SELECT value FROM json_each(?)) ORDER BY s.id DESC"
     )
