@@ -144,8 +144,8 @@ def write_insert(conn: sqlite3.Connection, video_id: str, before: int) -> None:
     )
 
 
-def backfill_chunk(conn: sqlite3.Connection) -> bool:
-    """Index the next ``CHUNK`` of segment ids (inside a write transaction); ``True`` when the
+def backfill_chunk(conn: sqlite3.Connection, size: int = CHUNK) -> bool:
+    """Index the next ``size`` segment ids (inside a write transaction); ``True`` when the
     index is complete. A stale index (``seen_seq`` behind) is emptied and started again."""
     ensure(conn)
     built_to, target, seen = conn.execute(_STATE_SQL).fetchone()
@@ -159,7 +159,7 @@ def backfill_chunk(conn: sqlite3.Connection) -> bool:
         built_to, target = 0, top
     if built_to >= target:
         return True
-    upto = min(target, built_to + CHUNK)
+    upto = min(target, built_to + size)
     conn.execute(
         f"INSERT INTO segment_pairs (rowid, pairs) SELECT id, {_FUNCTION}(text) FROM segments "
         "WHERE id > ? AND id <= ?",
@@ -172,23 +172,24 @@ def backfill_chunk(conn: sqlite3.Connection) -> bool:
 # --- answering a plan's requests from the index -------------------------------------------------
 
 
-def driving_pairs(phrases: tuple[Phrase, ...], *, stemmed: bool) -> list[str]:
-    """The indexed pair tokens every match of ``phrases`` must hold (empty: the index cannot help).
-
-    The pairs are of stems even for the exact tier: a word-for-word match holds its stems too.
-    """
+def driving_pairs(phrases: tuple[Phrase, ...]) -> list[str]:
+    """The indexed pair tokens every match of ``phrases`` must hold, in either tier (empty: the
+    index cannot help): pairs of stems, since a word-for-word match holds its stems too."""
     tokens: list[str] = []
     for phrase in phrases:
-        words = list(phrase) if stemmed else stems(list(phrase))
-        tokens.extend(_pairs(words))
+        tokens.extend(_pairs(stems(list(phrase))))
     return list(dict.fromkeys(tokens))
 
 
 def matcher(
     required: tuple[Phrase, ...], excluded: tuple[Phrase, ...], *, stemmed: bool
 ) -> Callable[[str], bool]:
-    """Whether a segment's text matches as FTS5 would match ``required NOT excluded`` on the
-    exact index (word for word), or on the stemmed one (``stemmed``: phrases are stems)."""
+    """Whether a segment's text matches as FTS5 matches ``required NOT excluded`` on the exact
+    index (word for word), or on the stemmed one (``stemmed``: text and phrases by their stems,
+    as the porter tokenizer reads both)."""
+    if stemmed:
+        required = tuple(tuple(stems(list(p))) for p in required)
+        excluded = tuple(tuple(stems(list(p))) for p in excluded)
 
     def matches(text: str) -> bool:
         words = tokenize(text)
@@ -246,7 +247,7 @@ def answer(conn: sqlite3.Connection, request: Request) -> list[Any] | None:
         required, excluded = request.required, request.excluded
     else:
         return None
-    tokens = driving_pairs(required, stemmed=request.stemmed)
+    tokens = driving_pairs(required)
     if not tokens:
         return None
     matches = matcher(required, excluded, stemmed=request.stemmed)

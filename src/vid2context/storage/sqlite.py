@@ -369,10 +369,10 @@ class SQLiteStorage:
             self._pairs_backfill = asyncio.ensure_future(self.build_pairs())
         return self._pairs_backfill
 
-    async def build_pairs(self) -> None:
-        """Fill the word-pair index to the end, a chunk per write transaction (other writes go
-        between chunks); resumes where any process left it."""
-        while not await self.database.write(keyword_pairs.backfill_chunk):
+    async def build_pairs(self, *, chunk: int = keyword_pairs.CHUNK) -> None:
+        """Fill the word-pair index to the end, ``chunk`` segment ids per write transaction (other
+        writes go between chunks); resumes where any process left it."""
+        while not await self.database.write(lambda conn: keyword_pairs.backfill_chunk(conn, chunk)):
             pass
 
     # --- collections ----------------------------------------------------------------------------
