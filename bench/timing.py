@@ -76,6 +76,8 @@ def _compared(wall: dict[str, list[float]], cpu: dict[str, list[float]]) -> dict
         side: {
             "median_ms": round(statistics.median(wall[side]), 3),
             "cpu_median_ms": round(statistics.median(cpu[side]), 3),
+            "p95_ms": _p95(wall[side]),
+            "cpu_p95_ms": _p95(cpu[side]),
         }
         for side in wall
     }
@@ -84,3 +86,8 @@ def _compared(wall: dict[str, list[float]], cpu: dict[str, list[float]]) -> dict
         "speedup": round(medians["theirs"]["cpu_median_ms"] / medians["ours"]["cpu_median_ms"], 2),
         "speedup_wall": round(medians["theirs"]["median_ms"] / medians["ours"]["median_ms"], 2),
     }
+
+
+def _p95(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return round(ordered[max(0, int(round(len(ordered) * 0.95)) - 1)], 3)

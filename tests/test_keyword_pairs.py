@@ -42,7 +42,9 @@ def _context(v: int, rng: random.Random) -> VideoContext:
         Segment(
             start_sec=i,
             end_sec=i + 1,
-            text=", ".join(" ".join(rng.choices(WORDS + COMMON, weights, k=rng.randint(1, 8))) for _ in range(2)),
+            text=", ".join(
+                " ".join(rng.choices(WORDS + COMMON, weights, k=rng.randint(1, 8))) for _ in range(2)
+            ),
         )
         for i in range(60)
     ]
@@ -97,7 +99,9 @@ def store(tmp_path: Path):
 def _same(loop: asyncio.AbstractEventLoop, store: SQLiteStorage) -> None:
     for query in QUERIES:
         for limit in (3, 50):
-            assert loop.run_until_complete(store.search(query, limit=limit)) == _fts5_only(store, query, limit)
+            assert loop.run_until_complete(store.search(query, limit=limit)) == _fts5_only(
+                store, query, limit
+            )
 
 
 def test_a_new_library_is_indexed_as_it_is_saved_and_answers_as_fts5(store) -> None:
@@ -137,7 +141,9 @@ def test_segments_written_without_the_index_are_noticed_and_indexed_again(store)
     _same(loop, db)  # FTS5 alone meanwhile
     loop.run_until_complete(db.build_pairs())
     assert _ready(db)
-    assert any(h.video_id == context.id for h in loop.run_until_complete(db.search('"the kickstand"', limit=100)))
+    assert any(
+        h.video_id == context.id for h in loop.run_until_complete(db.search('"the kickstand"', limit=100))
+    )
     _same(loop, db)
     _integrity(db)
 

@@ -253,8 +253,11 @@ class SQLiteStorage:
 
     id = "sqlite"
 
-    def __init__(self, path: str | os.PathLike[str], *, readers: int = 4) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, readers: int = 4, pair_reads: bool = True) -> None:
+        """``pair_reads=False`` searches by FTS5 alone (bench_search's reference); saves and
+        deletes keep the word-pair index in step either way."""
         self.database = SQLiteDatabase(path, readers=readers)
+        self.pair_reads = pair_reads
         self.vector_available = self.database.vector_available
         self.database.setup(_setup_pairs)
         self._pairs_backfill: asyncio.Task[None] | None = None
@@ -338,7 +341,7 @@ class SQLiteStorage:
         within = None if video_ids is None else common.json_list(list(dict.fromkeys(video_ids)))
 
         def work(conn: sqlite3.Connection) -> tuple[list[SearchHit], bool]:  # one read snapshot
-            pairs = within is None and keyword_pairs.is_ready(conn)
+            pairs = self.pair_reads and within is None and keyword_pairs.is_ready(conn)
 
             def answer(requests: list[keyword.Request]) -> list[object]:
                 statements = keyword.sql_statements(requests, within)
@@ -349,7 +352,7 @@ class SQLiteStorage:
                 return keyword.sql_answers(requests, results)
 
             plan = keyword.plan(parsed, limit=limit, within=within is not None)
-            return keyword.drive(plan, answer), pairs or within is not None
+            return keyword.drive(plan, answer), pairs or within is not None or not self.pair_reads
 
         try:
             hits, ready = await self.database.read(work)
