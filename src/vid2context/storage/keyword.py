@@ -55,6 +55,8 @@ from .common import ON_SCREEN_IDX
 
 __all__ = [
     "CANDIDATE_COLUMNS",
+    "SQL_TITLES",
+    "UNTITLED_COLUMNS",
     "WINDOW",
     "Candidate",
     "LibraryStats",
@@ -324,6 +326,10 @@ _SQL_STATS = (
 """FTS5's averages record (what ``bm25()`` reads: rows, then tokens per column) and the rowid range."""
 
 CANDIDATE_COLUMNS = "s.id AS rowid, s.video_id, s.start_sec, s.end_sec, s.text, v.title, s.idx"
+UNTITLED_COLUMNS = "s.id AS rowid, s.video_id, s.start_sec, s.end_sec, s.text, NULL AS title, s.idx"
+"""Without the videos join (a B-tree lookup a candidate): the store names the few hits' videos
+after ranking (``SQL_TITLES``). D1 keeps the join: one round fewer."""
+SQL_TITLES = "SELECT id, title FROM videos WHERE id IN (SELECT value FROM json_each(?))"
 
 
 def _sql_rows_with(table: str) -> str:
@@ -333,12 +339,15 @@ def _sql_rows_with(table: str) -> str:
     )
 
 
-def _sql_window(table: str, within: bool) -> str:
+def _sql_window(table: str, within: bool, titled: bool = True) -> str:
+    columns, videos = (
+        (CANDIDATE_COLUMNS, "JOIN videos AS v ON v.id = s.video_id ") if titled else (UNTITLED_COLUMNS, "")
+    )
     if not within:
         return (
-            f"SELECT {CANDIDATE_COLUMNS} FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? "
+            f"SELECT {columns} FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? "
             f"ORDER BY rowid DESC LIMIT {WINDOW}) AS f JOIN segments AS s ON s.id = f.rowid "
-            "JOIN videos AS v ON v.id = s.video_id ORDER BY s.id DESC"
+            f"{videos}ORDER BY s.id DESC"
         )
     # A video's segments are saved in one transaction, in order, so their rowids are one range,
     # from its first segment's to its last's: FTS5 walks just those ranges (r drives the join;
@@ -351,16 +360,19 @@ def _sql_window(table: str, within: bool) -> str:
         "FROM json_each(?) AS w), "
         f"m AS MATERIALIZED (SELECT f.rowid AS id FROM r CROSS JOIN {table} AS f "
         f"WHERE f.{table} MATCH ? AND f.rowid BETWEEN r.lo AND r.hi) "
-        f"SELECT {CANDIDATE_COLUMNS} FROM (SELECT id FROM m ORDER BY id DESC LIMIT {WINDOW}) AS top "
-        "JOIN segments AS s ON s.id = top.id JOIN videos AS v ON v.id = s.video_id "
+        f"SELECT {columns} FROM (SELECT id FROM m ORDER BY id DESC LIMIT {WINDOW}) AS top "
+        f"JOIN segments AS s ON s.id = top.id {videos}"
         "WHERE s.video_id IN (SELECT value FROM json_each(?)) ORDER BY s.id DESC"
     )
 
 
-def sql_statements(requests: list[Request], within_json: str | None) -> list[tuple[str, tuple[Any, ...]]]:
+def sql_statements(
+    requests: list[Request], within_json: str | None, *, titled: bool = True
+) -> list[tuple[str, tuple[Any, ...]]]:
     """The statements (SQL, parameters) that answer ``requests``, one each, in order.
 
-    ``within_json`` is the searched video ids as a JSON list, or ``None`` for the whole library.
+    ``within_json`` is the searched video ids as a JSON list, or ``None`` for the whole library;
+    ``titled=False`` leaves candidates' titles ``None`` (the caller names them, ``SQL_TITLES``).
     """
     statements: list[tuple[str, tuple[Any, ...]]] = []
     for request in requests:
@@ -373,7 +385,7 @@ def sql_statements(requests: list[Request], within_json: str | None) -> list[tup
             table = _STEM if request.stemmed else _EXACT
             match = fts_expression(request.required, request.excluded)
             params = (match,) if within_json is None else (within_json, match, within_json)
-            statements.append((_sql_window(table, within_json is not None), params))
+            statements.append((_sql_window(table, within_json is not None, titled), params))
     return statements
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..search.porter import stem
 from ..search.query import Phrase, count_phrase, stems, tokenize
-from .keyword import CANDIDATE_COLUMNS, WINDOW, Request, RowsWith, Window
+from .keyword import UNTITLED_COLUMNS, WINDOW, Request, RowsWith, Window
 
 __all__ = [
     "BATCH",
@@ -61,8 +61,8 @@ COMMON: frozenset[str] = frozenset(stem(word) for word in _WORDS.split())
 
 CHUNK = 50_000
 """Segment ids one backfill transaction covers."""
-BATCH = 2_000
-"""Candidates read per round while a phrase's matches are collected."""
+BATCH = 1_000
+"""Candidates read per round while a phrase's matches are collected (most candidates match)."""
 
 _FUNCTION = "vid2context_pairs"
 _STATE_SQL = "SELECT built_to, target, seen_seq FROM segment_pairs_state WHERE id = 1"
@@ -209,7 +209,7 @@ def collect(
     columns: str,
     wanted: int,
 ) -> list[Any]:
-    """The newest ``wanted`` segment rows (``columns`` of ``segments AS s`` and ``videos AS v``)
+    """The newest ``wanted`` segment rows (``columns`` of ``segments AS s``)
     among the candidates holding every pair of ``tokens`` whose text ``matches``, newest first."""
     expression = " AND ".join(f'"{token}"' for token in tokens)
     ids_sql = (
@@ -217,8 +217,7 @@ def collect(
         "ORDER BY rowid DESC LIMIT ?"
     )
     rows_sql = (
-        f"SELECT {columns} FROM json_each(?) AS j JOIN segments AS s ON s.id = j.value "
-        "JOIN videos AS v ON v.id = s.video_id ORDER BY s.id DESC"
+        f"SELECT {columns} FROM json_each(?) AS j JOIN segments AS s ON s.id = j.value ORDER BY s.id DESC"
     )
     found: list[Any] = []
     below = 2**63 - 1
@@ -254,4 +253,4 @@ def answer(conn: sqlite3.Connection, request: Request) -> list[Any] | None:
     if isinstance(request, RowsWith):
         rows = collect(conn, tokens, matches, "s.id AS rowid, s.text", WINDOW)
         return [{"n": len(rows), "lowest": rows[-1]["rowid"] if rows else None}]
-    return collect(conn, tokens, matches, CANDIDATE_COLUMNS, WINDOW)
+    return collect(conn, tokens, matches, UNTITLED_COLUMNS, WINDOW)

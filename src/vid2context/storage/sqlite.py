@@ -344,7 +344,7 @@ class SQLiteStorage:
             pairs = self.pair_reads and within is None and keyword_pairs.is_ready(conn)
 
             def answer(requests: list[keyword.Request]) -> list[object]:
-                statements = keyword.sql_statements(requests, within)
+                statements = keyword.sql_statements(requests, within, titled=False)
                 results = []
                 for request, statement in zip(requests, statements, strict=True):
                     rows = keyword_pairs.answer(conn, request) if pairs else None
@@ -352,7 +352,12 @@ class SQLiteStorage:
                 return keyword.sql_answers(requests, results)
 
             plan = keyword.plan(parsed, limit=limit, within=within is not None)
-            return keyword.drive(plan, answer), pairs or within is not None or not self.pair_reads
+            hits = keyword.drive(plan, answer)
+            named = common.json_list(list(dict.fromkeys(hit.video_id for hit in hits)))
+            titles = dict(conn.execute(keyword.SQL_TITLES, (named,)).fetchall()) if hits else {}
+            for hit in hits:
+                hit.title = titles.get(hit.video_id)
+            return hits, pairs or within is not None or not self.pair_reads
 
         try:
             hits, ready = await self.database.read(work)
