@@ -206,19 +206,28 @@ def _rank(
     excluded = query.excluded_stems
     compared = initials(excluded + required) if stemmed else initials(excluded)
     scorer = _Bm25(rows_with, stats.rows, stats.average)
-    ranked = []
-    for candidate in candidates:
+    idfs, base, per_token = scorer.idfs, scorer.base, scorer.per_token
+    # The common case, words of the exact tier and nothing excluded, counted with list.count.
+    words_only = not stemmed and not excluded and all(len(phrase) == 1 for phrase in required)
+    singles = [phrase[0] for phrase in required]
+    keys: list[tuple[float, int, int]] = []
+    for i, candidate in enumerate(candidates):
         words = tokenize(candidate.text)
-        stemmed_words = stems(words, compared) if (stemmed or excluded) else words
-        if excluded and any(count_phrase(stemmed_words, phrase) for phrase in excluded):
-            continue  # excluded by a stem the exact index could not see
-        if stemmed and all(count_phrase(words, phrase) for phrase in query.required):
-            continue  # an exact match: it belongs to the first tier
-        own = stemmed_words if stemmed else words
-        # The index found every phrase in it; at least 1 even should Python split a word otherwise.
-        counts = [max(1, count_phrase(own, phrase)) for phrase in required]
-        ranked.append(_Ranked(-scorer.score(counts, len(words)), candidate.rowid, candidate))
-    return heapq.nsmallest(wanted, ranked, key=lambda r: (r.negated, r.rowid))
+        if words_only:
+            # The index found every word in it; at least 1 even should Python split one otherwise.
+            counts = [max(1, words.count(word)) for word in singles]
+        else:
+            stemmed_words = stems(words, compared) if (stemmed or excluded) else words
+            if excluded and any(count_phrase(stemmed_words, phrase) for phrase in excluded):
+                continue  # excluded by a stem the exact index could not see
+            if stemmed and all(count_phrase(words, phrase) for phrase in query.required):
+                continue  # an exact match: it belongs to the first tier
+            own = stemmed_words if stemmed else words
+            counts = [max(1, count_phrase(own, phrase)) for phrase in required]
+        norm = base + per_token * len(words)  # as _Bm25.score, term for term
+        score = sum(idf * count / (count + norm) for idf, count in zip(idfs, counts, strict=True))
+        keys.append((-score, candidate.rowid, i))
+    return [_Ranked(negated, rowid, candidates[i]) for negated, rowid, i in heapq.nsmallest(wanted, keys)]
 
 
 def _hit(ranked: _Ranked, query: ParsedQuery, *, stemmed: bool) -> SearchHit:
