@@ -42,6 +42,7 @@ LOCAL_ONLY = frozenset(
         "storage/sqlite",
         "storage/sqlite_vec",
         "storage/sqlite_vec_bits",
+        "storage/keyword_pairs",
         "exports/obsidian",
         "live/ffmpeg_live",
         "live/pages",

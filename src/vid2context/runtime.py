@@ -34,6 +34,7 @@ from .providers.supadata import SupadataProvider
 from .providers.upload import UploadProvider
 from .providers.youtube import YouTubeProvider
 from .refusals import Where
+from .search.contexts import ContextCache
 from .search.embedders.base import Embedder, EmbedPlan
 from .search.embedders.rungs import hosted_embedders
 from .search.embedders.rungs import ordered as ordered_embedders
@@ -109,6 +110,8 @@ class Runtime:
     keep_alive: KeepAlive | None = None
     """The platform's way to keep a background task alive past its request (``waitUntil`` on the
     Worker); ``None`` when the process outlives its requests anyway."""
+    contexts: ContextCache = field(default_factory=ContextCache)
+    """Decoded videos search cites from, while nothing is written (``search/contexts.py``)."""
     vectors: VectorIndex | None = None
     """The vector index (``search/vectors.py``): sqlite-vec locally, Vectorize on a Worker with a
     ``VECTORS`` binding, memory in ``build_runtime``; ``None`` where there is none (a Worker without

@@ -471,7 +471,7 @@ async def _materialize(
         if entry.video_id not in contexts:  # this video and those of the next hits, read at once
             ahead = list(dict.fromkeys(e.video_id for e in entries[i : i + wanted - len(hits)]))
             ahead = [video_id for video_id in ahead if video_id not in contexts]
-            found = await asyncio.gather(*(runtime.storage.get_context(video_id) for video_id in ahead))
+            found = await runtime.contexts.get_many(runtime.storage, ahead)
             contexts.update(zip(ahead, found, strict=True))
         context = contexts[entry.video_id]
         readable = entry.keyword is not None or (entry.window is not None and is_on_screen(entry.window))

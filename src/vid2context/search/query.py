@@ -55,7 +55,9 @@ Phrase = tuple[str, ...]
 # unicode61 token characters: letters, digits, private use; Latin combining accents are part of a
 # token (then removed), every other mark, punctuation, symbol and emoji separates tokens.
 _TOKEN = re.compile(r"(?:[^\W_]|[\u0300-\u036f\ue000-\uf8ff])+")
-_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
+# ASCII text: every byte but a letter or a digit becomes a space, then split (twice as fast as
+# the pattern, same tokens).
+_ASCII_SPACES = bytes(b if chr(b).isascii() and chr(b).isalnum() else 32 for b in range(256))
 _ACCENTS = re.compile(r"[\u0300-\u036f]")
 _CHUNK = re.compile(r'(-?)(?:"([^"]*)(?:"|$)|([^\s"]+))')
 _STEM_CACHE: dict[str, str] = {}
@@ -74,7 +76,7 @@ def _fold(token: str) -> str:
 def tokenize(text: str) -> list[str]:
     """The tokens FTS5's ``unicode61 remove_diacritics 2`` tokenizer finds in ``text``."""
     if text.isascii():  # the common case, several times faster
-        return _ASCII_TOKEN.findall(text.lower())
+        return text.encode("ascii").translate(_ASCII_SPACES).decode("ascii").lower().split()
     return [token for token in map(_fold, _TOKEN.findall(text)) if token]
 
 
@@ -187,14 +189,19 @@ def fts_expression(required: tuple[Phrase, ...], excluded: tuple[Phrase, ...] = 
 
 
 def count_phrase(tokens: list[str], phrase: Phrase) -> int:
-    """How often ``phrase`` occurs in ``tokens`` (as FTS5 counts phrase instances)."""
+    """How often ``phrase`` occurs in ``tokens`` (as FTS5 counts phrase instances, overlapping
+    ones each)."""
     if len(phrase) == 1:
         return tokens.count(phrase[0])
-    n = len(phrase)
-    first = phrase[0]
-    return sum(
-        1 for i in range(len(tokens) - n + 1) if tokens[i] == first and tuple(tokens[i : i + n]) == phrase
-    )
+    first, rest, n = phrase[0], phrase[1:], len(phrase)
+    count, i = 0, -1
+    while True:
+        try:
+            i = tokens.index(first, i + 1)  # in C: only where the phrase can start is compared
+        except ValueError:
+            return count
+        if tuple(tokens[i + 1 : i + n]) == rest:
+            count += 1
 
 
 def highlight_spans(text: str, phrases: tuple[Phrase, ...], *, stemmed: bool) -> list[tuple[int, int]]:

@@ -54,6 +54,9 @@ from ..search.query import (
 from .common import ON_SCREEN_IDX
 
 __all__ = [
+    "CANDIDATE_COLUMNS",
+    "SQL_TITLES",
+    "UNTITLED_COLUMNS",
     "WINDOW",
     "Candidate",
     "LibraryStats",
@@ -203,19 +206,28 @@ def _rank(
     excluded = query.excluded_stems
     compared = initials(excluded + required) if stemmed else initials(excluded)
     scorer = _Bm25(rows_with, stats.rows, stats.average)
-    ranked = []
-    for candidate in candidates:
+    idfs, base, per_token = scorer.idfs, scorer.base, scorer.per_token
+    # The common case, words of the exact tier and nothing excluded, counted with list.count.
+    words_only = not stemmed and not excluded and all(len(phrase) == 1 for phrase in required)
+    singles = [phrase[0] for phrase in required]
+    keys: list[tuple[float, int, int]] = []
+    for i, candidate in enumerate(candidates):
         words = tokenize(candidate.text)
-        stemmed_words = stems(words, compared) if (stemmed or excluded) else words
-        if excluded and any(count_phrase(stemmed_words, phrase) for phrase in excluded):
-            continue  # excluded by a stem the exact index could not see
-        if stemmed and all(count_phrase(words, phrase) for phrase in query.required):
-            continue  # an exact match: it belongs to the first tier
-        own = stemmed_words if stemmed else words
-        # The index found every phrase in it; at least 1 even should Python split a word otherwise.
-        counts = [max(1, count_phrase(own, phrase)) for phrase in required]
-        ranked.append(_Ranked(-scorer.score(counts, len(words)), candidate.rowid, candidate))
-    return heapq.nsmallest(wanted, ranked, key=lambda r: (r.negated, r.rowid))
+        if words_only:
+            # The index found every word in it; at least 1 even should Python split one otherwise.
+            counts = [max(1, words.count(word)) for word in singles]
+        else:
+            stemmed_words = stems(words, compared) if (stemmed or excluded) else words
+            if excluded and any(count_phrase(stemmed_words, phrase) for phrase in excluded):
+                continue  # excluded by a stem the exact index could not see
+            if stemmed and all(count_phrase(words, phrase) for phrase in query.required):
+                continue  # an exact match: it belongs to the first tier
+            own = stemmed_words if stemmed else words
+            counts = [max(1, count_phrase(own, phrase)) for phrase in required]
+        norm = base + per_token * len(words)  # as _Bm25.score, term for term
+        score = sum(idf * count / (count + norm) for idf, count in zip(idfs, counts, strict=True))
+        keys.append((-score, candidate.rowid, i))
+    return [_Ranked(negated, rowid, candidates[i]) for negated, rowid, i in heapq.nsmallest(wanted, keys)]
 
 
 def _hit(ranked: _Ranked, query: ParsedQuery, *, stemmed: bool) -> SearchHit:
@@ -322,7 +334,11 @@ _SQL_STATS = (
 )
 """FTS5's averages record (what ``bm25()`` reads: rows, then tokens per column) and the rowid range."""
 
-_CANDIDATE_COLUMNS = "s.id AS rowid, s.video_id, s.start_sec, s.end_sec, s.text, v.title, s.idx"
+CANDIDATE_COLUMNS = "s.id AS rowid, s.video_id, s.start_sec, s.end_sec, s.text, v.title, s.idx"
+UNTITLED_COLUMNS = "s.id AS rowid, s.video_id, s.start_sec, s.end_sec, s.text, NULL AS title, s.idx"
+"""Without the videos join (a B-tree lookup a candidate): the store names the few hits' videos
+after ranking (``SQL_TITLES``). D1 keeps the join: one round fewer."""
+SQL_TITLES = "SELECT id, title FROM videos WHERE id IN (SELECT value FROM json_each(?))"
 
 
 def _sql_rows_with(table: str) -> str:
@@ -332,12 +348,15 @@ def _sql_rows_with(table: str) -> str:
     )
 
 
-def _sql_window(table: str, within: bool) -> str:
+def _sql_window(table: str, within: bool, titled: bool = True) -> str:
+    columns, videos = (
+        (CANDIDATE_COLUMNS, "JOIN videos AS v ON v.id = s.video_id ") if titled else (UNTITLED_COLUMNS, "")
+    )
     if not within:
         return (
-            f"SELECT {_CANDIDATE_COLUMNS} FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? "
+            f"SELECT {columns} FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? "
             f"ORDER BY rowid DESC LIMIT {WINDOW}) AS f JOIN segments AS s ON s.id = f.rowid "
-            "JOIN videos AS v ON v.id = s.video_id ORDER BY s.id DESC"
+            f"{videos}ORDER BY s.id DESC"
         )
     # A video's segments are saved in one transaction, in order, so their rowids are one range,
     # from its first segment's to its last's: FTS5 walks just those ranges (r drives the join;
@@ -350,16 +369,19 @@ def _sql_window(table: str, within: bool) -> str:
         "FROM json_each(?) AS w), "
         f"m AS MATERIALIZED (SELECT f.rowid AS id FROM r CROSS JOIN {table} AS f "
         f"WHERE f.{table} MATCH ? AND f.rowid BETWEEN r.lo AND r.hi) "
-        f"SELECT {_CANDIDATE_COLUMNS} FROM (SELECT id FROM m ORDER BY id DESC LIMIT {WINDOW}) AS top "
-        "JOIN segments AS s ON s.id = top.id JOIN videos AS v ON v.id = s.video_id "
+        f"SELECT {columns} FROM (SELECT id FROM m ORDER BY id DESC LIMIT {WINDOW}) AS top "
+        f"JOIN segments AS s ON s.id = top.id {videos}"
         "WHERE s.video_id IN (SELECT value FROM json_each(?)) ORDER BY s.id DESC"
     )
 
 
-def sql_statements(requests: list[Request], within_json: str | None) -> list[tuple[str, tuple[Any, ...]]]:
+def sql_statements(
+    requests: list[Request], within_json: str | None, *, titled: bool = True
+) -> list[tuple[str, tuple[Any, ...]]]:
     """The statements (SQL, parameters) that answer ``requests``, one each, in order.
 
-    ``within_json`` is the searched video ids as a JSON list, or ``None`` for the whole library.
+    ``within_json`` is the searched video ids as a JSON list, or ``None`` for the whole library;
+    ``titled=False`` leaves candidates' titles ``None`` (the caller names them, ``SQL_TITLES``).
     """
     statements: list[tuple[str, tuple[Any, ...]]] = []
     for request in requests:
@@ -372,7 +394,7 @@ def sql_statements(requests: list[Request], within_json: str | None) -> list[tup
             table = _STEM if request.stemmed else _EXACT
             match = fts_expression(request.required, request.excluded)
             params = (match,) if within_json is None else (within_json, match, within_json)
-            statements.append((_sql_window(table, within_json is not None), params))
+            statements.append((_sql_window(table, within_json is not None, titled), params))
     return statements
 
 

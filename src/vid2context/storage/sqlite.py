@@ -36,7 +36,7 @@ import msgspec
 from ..errors import ErrorCode, VidError
 from ..models import Collection, CollectionItem, Page, SearchHit, VideoContext, VideoSummary
 from ..search.query import parse_query
-from . import common, keyword
+from . import common, keyword, keyword_pairs
 from .base import Blob, summarize
 from .common import check_blob_key, check_limit, decode_cursor, encode_cursor
 
@@ -217,6 +217,11 @@ class SQLiteDatabase:
             raise
         return result
 
+    def setup(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` on the writer connection in one transaction, now (start-up only: it waits
+        on the calling thread)."""
+        return self._write_pool.submit(self._write, work).result()
+
     async def close(self) -> None:
         await asyncio.to_thread(self._close)
 
@@ -248,9 +253,15 @@ class SQLiteStorage:
 
     id = "sqlite"
 
-    def __init__(self, path: str | os.PathLike[str], *, readers: int = 4) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, readers: int = 4, pair_reads: bool = True) -> None:
+        """``pair_reads=False`` searches by FTS5 alone (bench_search's reference); saves and
+        deletes keep the word-pair index in step either way."""
         self.database = SQLiteDatabase(path, readers=readers)
+        self.pair_reads = pair_reads
         self.vector_available = self.database.vector_available
+        self.database.setup(_setup_pairs)
+        self._pairs_backfill: asyncio.Task[None] | None = None
+        self._pairs_unready = 0
 
     def data_version(self) -> int | None:
         """``Versioned``: any commit to the file, from any connection (``SQLiteDatabase``)."""
@@ -275,10 +286,13 @@ class SQLiteStorage:
             conn.execute(common.SQL_UPSERT_VIDEO, params)
             conn.execute(common.SQL_DELETE_SEGMENTS_FTS, (context.id,))
             conn.execute(common.SQL_DELETE_SEGMENTS_STEM, (context.id,))
+            keyword_pairs.write_delete(conn, context.id)
             conn.execute(common.SQL_DELETE_SEGMENTS, (context.id,))
+            before = keyword_pairs.seq_before(conn)
             conn.executemany(common.SQL_INSERT_SEGMENT, common.segment_params(context))
             conn.execute(common.SQL_INSERT_SEGMENTS_FTS, (context.id,))
             conn.execute(common.SQL_INSERT_SEGMENTS_STEM, (context.id,))
+            keyword_pairs.write_insert(conn, context.id, before)
 
         await self.database.write(work)
 
@@ -286,6 +300,7 @@ class SQLiteStorage:
         def work(conn: sqlite3.Connection) -> bool:
             conn.execute(common.SQL_DELETE_SEGMENTS_FTS, (video_id,))
             conn.execute(common.SQL_DELETE_SEGMENTS_STEM, (video_id,))
+            keyword_pairs.write_delete(conn, video_id)
             conn.execute(common.SQL_DELETE_SEGMENTS, (video_id,))
             return conn.execute(common.SQL_DELETE_VIDEO, (video_id,)).rowcount > 0
 
@@ -325,19 +340,48 @@ class SQLiteStorage:
             return []
         within = None if video_ids is None else common.json_list(list(dict.fromkeys(video_ids)))
 
-        def work(conn: sqlite3.Connection) -> list[SearchHit]:  # every round in one read snapshot
-            def answer(requests: list[keyword.Request]) -> list[object]:
-                statements = keyword.sql_statements(requests, within)
-                return keyword.sql_answers(requests, [conn.execute(*st).fetchall() for st in statements])
+        def work(conn: sqlite3.Connection) -> tuple[list[SearchHit], bool]:  # one read snapshot
+            pairs = self.pair_reads and within is None and keyword_pairs.is_ready(conn)
 
-            return keyword.drive(keyword.plan(parsed, limit=limit, within=within is not None), answer)
+            def answer(requests: list[keyword.Request]) -> list[object]:
+                statements = keyword.sql_statements(requests, within, titled=False)
+                results = []
+                for request, statement in zip(requests, statements, strict=True):
+                    rows = keyword_pairs.answer(conn, request) if pairs else None
+                    results.append(conn.execute(*statement).fetchall() if rows is None else rows)
+                return keyword.sql_answers(requests, results)
+
+            plan = keyword.plan(parsed, limit=limit, within=within is not None)
+            hits = keyword.drive(plan, answer)
+            named = common.json_list(list(dict.fromkeys(hit.video_id for hit in hits)))
+            titles = dict(conn.execute(keyword.SQL_TITLES, (named,)).fetchall()) if hits else {}
+            for hit in hits:
+                hit.title = titles.get(hit.video_id)
+            return hits, pairs or within is not None or not self.pair_reads
 
         try:
-            return await self.database.read(work)
+            hits, ready = await self.database.read(work)
+            if not ready:
+                self._pairs_unready += 1
+                if self._pairs_unready >= 2:  # not from a one-off CLI search's first query
+                    self.start_pairs_backfill()
+            return hits
         except self.database.driver.OperationalError as exc:  # the expressions are built to be valid
             if "fts5" not in str(exc):
                 raise
             raise keyword.invalid_query() from None
+
+    def start_pairs_backfill(self) -> asyncio.Task[None]:
+        """Fill the word-pair index (``keyword_pairs``) in the background, once; the task."""
+        if self._pairs_backfill is None or self._pairs_backfill.done():
+            self._pairs_backfill = asyncio.ensure_future(self.build_pairs())
+        return self._pairs_backfill
+
+    async def build_pairs(self, *, chunk: int = keyword_pairs.CHUNK) -> None:
+        """Fill the word-pair index to the end, ``chunk`` segment ids per write transaction (other
+        writes go between chunks); resumes where any process left it."""
+        while not await self.database.write(lambda conn: keyword_pairs.backfill_chunk(conn, chunk)):
+            pass
 
     # --- collections ----------------------------------------------------------------------------
 
@@ -404,7 +448,14 @@ class SQLiteStorage:
         return await self.database.read(work)
 
     async def close(self) -> None:
+        if self._pairs_backfill is not None and not self._pairs_backfill.done():
+            self._pairs_backfill.cancel()  # the chunk under way commits or rolls back whole
         await self.database.close()
+
+
+def _setup_pairs(conn: sqlite3.Connection) -> None:
+    keyword_pairs.register(conn)
+    keyword_pairs.ensure(conn)
 
 
 class SQLiteKv:
