@@ -19,10 +19,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
 
 from vid2context.storage.sqlite import open_local_stores
 
+from .fake_llm import FakeLlm, source_numbers
+from .retrieval_set import talks
+from .test_ask_api import QUESTION, citing
 from .test_mcp_http import _local_server
 from .test_mcp_tools import LONG, long_context
 from .test_viewer import HOSTILE, HOSTILE_ID, hostile_context, watch
@@ -38,14 +41,22 @@ BLOCKED_ID = "botCheck001"
 async def _seed(home: Path) -> None:
     stores = open_local_stores(home)
     try:
-        for context in (long_context(), hostile_context(), big_context()):
+        for context in (long_context(), hostile_context(), big_context(), *talks()):
             await stores.storage.put_context(context)
     finally:
         await stores.storage.close()
 
 
 @pytest.fixture(scope="module")
-def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def llm() -> Iterator[FakeLlm]:
+    """The language model (the OpenAI-compatible stand-in), scripted as in ``test_ask_api.py``: it
+    cites source 1 and a source it was never given."""
+    with FakeLlm(reply=citing) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory, llm: FakeLlm, embed_model_dir: Path) -> Iterator[str]:
     home = tmp_path_factory.mktemp("apphome")
     with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's event loop
         pool.submit(asyncio.run, _seed(home)).result()
@@ -55,6 +66,9 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             "VID2CONTEXT_API_KEYS": KEY,
             "VID2CONTEXT_ACCESS_LOG": "0",
             "VID2CONTEXT_RATE_LIMIT": "0",
+            "VID2CONTEXT_LLM_URL": llm.url + "/v1",
+            "VID2CONTEXT_LLM_MODEL": "llama3.2",
+            "VID2CONTEXT_EMBED_MODEL_DIR": str(embed_model_dir),
         }
         yield from _local_server(settings, home)
 
@@ -76,11 +90,23 @@ def page(browser: Browser, origin: str) -> Iterator[Page]:
     opened = context.new_page()
     errors: list[str] = []
     opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.on("console", lambda message: console_error(message, errors))
     try:
         yield opened
     finally:
         context.close()
     assert errors == []
+
+
+ANSWERED = re.compile(r"Failed to load resource: the server responded with a status of [45]\d\d \(.*\)")
+"""The one console error a page test expects: Chromium's line for an API answer of 4xx or 5xx (the 401 that
+asks for the key, a blocked video's 503...), which the page shows as the contract's error."""
+
+
+def console_error(message: ConsoleMessage, errors: list[str]) -> None:
+    """Any other console error fails the test: a Content-Security-Policy violation shows as one."""
+    if message.type == "error" and not ANSWERED.fullmatch(message.text):
+        errors.append(f"console: {message.text}")
 
 
 def api(origin: str, path: str, **params: str) -> httpx.Response:
@@ -399,3 +425,104 @@ def test_the_ask_module_is_mounted_once_with_the_interface(page: Page, origin: s
     assert page.evaluate(
         "window.ctx.apiFetch('https://elsewhere.example/x').then(() => 'sent', (e) => e.name)"
     ) == ("TypeError")
+
+
+# --- Upload and Ask, mounted by the page ----------------------------------------------------------
+
+HEARD = {"weather", "sunny", "subscribe", "channel", "machine", "learning", "data", "python", "programming"}
+"""Words of the espeak talk (tests/fixtures/media) that tiny.en hears in every form of it."""
+TALK = Path(__file__).resolve().parent / "fixtures" / "media" / "talk.mp4"
+
+
+def tab_to(page: Page, selector: str, most: int = 80) -> None:
+    """Press Tab until ``selector`` has the focus, as a keyboard user does."""
+    for _ in range(most):
+        page.keyboard.press("Tab")
+        if page.evaluate("(s) => document.activeElement === document.querySelector(s)", selector):
+            return
+    pytest.fail(f"Tab never reached {selector}")
+
+
+def shown_words(page: Page) -> set[str]:
+    text = " ".join(page.locator(".v2c-segments .v2c-text").all_text_contents())
+    return set(re.sub(r"[^\w\s']", " ", text.lower()).split())
+
+
+def read_the_upload(page: Page) -> str:
+    """The page opens the uploaded file's transcript (ctx.openVideo): its reference, from the URL."""
+    expect(page.locator("#upload .v2c-status").last).to_have_text("Transcribed talk.mp4.", timeout=120_000)
+    expect(page.locator("#reader")).to_be_visible()
+    expect(page.locator("#busy")).to_have_text("")
+    reference = page.evaluate("new URLSearchParams(location.search).get('v')")
+    assert reference.startswith("upload:")
+    assert HEARD <= shown_words(page)
+    return reference
+
+
+def test_an_upload_reduced_to_opus_by_keyboard_opens_its_transcript(page: Page, origin: str) -> None:
+    """Keyboard only: Tab to the file field, Space opens the chooser; the page reduces the video to
+    Ogg Opus (WebCodecs), uploads it with progress, follows the job and reads the transcript.
+    The bytes the server kept are checked in ``test_app_extras_browser.py`` (CRC, ffprobe)."""
+    sign_in(page, origin)
+    tab_to(page, "#upload input[type=file]")
+    with page.expect_file_chooser() as chooser:
+        page.keyboard.press("Space")
+    chooser.value.set_files(str(TALK))
+    reference = read_the_upload(page)
+    summary = page.locator("#upload .v2c-summary").text_content() or ""
+    assert summary.startswith("talk.mp4: 192.8 kB, reduced in the browser to ") and "Opus" in summary
+    assert page.locator("#notice").is_hidden()
+    context = api(origin, "/api/v1/context", url=reference).json()
+    assert page.locator(".v2c-segments > li").count() == len(context["transcript"]["segments"])
+
+
+def test_without_audio_encoder_the_page_uploads_the_file_as_it_is(page: Page, origin: str) -> None:
+    page.add_init_script("delete window.AudioEncoder;")
+    sign_in(page, origin)
+    assert page.evaluate("typeof AudioEncoder") == "undefined"
+    page.get_by_label("Video or audio file").set_input_files(str(TALK))
+    read_the_upload(page)
+    assert page.locator("#upload .v2c-summary").text_content() == (
+        "talk.mp4: 192.8 kB, uploaded as it is (this browser cannot encode Opus (WebCodecs))."
+    )
+
+
+def test_a_streamed_answer_links_the_moment_and_shows_the_invented_citation_unverified(
+    page: Page, origin: str, llm: FakeLlm
+) -> None:
+    sign_in(page, origin)
+    read(page, "EbikeTalk01")
+    expect(page.locator("#ask")).to_be_visible()
+    page.get_by_label("Question").fill(QUESTION)
+    expect(page.locator("#ask .v2c-scope")).to_have_text("Asked over youtube:EbikeTalk01.")
+    page.locator("#ask textarea").press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Ask"
+    page.keyboard.press("Enter")
+    expect(page.locator("#ask .v2c-status")).to_have_text(re.compile("^Answered"), timeout=60_000)
+    assert page.locator("#notice").is_hidden()
+
+    answer = page.locator("#ask .v2c-answer")
+    assert answer.text_content() == (
+        "The kickstand bends to 165 degrees so the bike leans safely [1]. It is also purple."
+    )
+    (link,) = answer.locator("a").all()
+    assert link.text_content() == "1"
+    href = link.get_attribute("href") or ""
+    assert re.fullmatch(r"/app\?v=youtube%3AEbikeTalk01&t=\d+", href), href  # this page, at the moment
+    beyond = len(source_numbers(llm.answered[-1])) + 5
+    note = page.locator("#ask .v2c-unverified-note")
+    assert (
+        note.text_content() == f"⚠ Unverified: [{beyond}] matched no source and was removed from the answer."
+    )
+    assert note.locator("a").count() == 0
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("#ask").screenshot(path=str(ARTIFACTS / "app-ask-1280.png"))
+    page.goto(
+        origin + href
+    )  # the citation's moment (a new tab when clicked; here in this tab, which has the key)
+    expect(page.locator("#busy")).to_have_text("")
+    at = int(href.rsplit("=", 1)[1])
+    segments = api(origin, "/api/v1/view", url="EbikeTalk01").json()["segments"]
+    shown = next(s for s in segments if s["startSec"] >= at)
+    assert float(page.evaluate("document.activeElement.dataset.start")) == shown["startSec"]

@@ -8,7 +8,9 @@ step. Only names of that folder are answered (a module another branch adds, ``ap
 served once ``make site`` has copied it in); everything else is ``not-found``. The page is not
 under ``/api``, so it needs no key: it asks for one when the API does. A strict
 ``Content-Security-Policy`` (scripts and requests to this origin only, no inline code) backs the
-page's own rule that text from a video is text.
+page's own rule that text from a video is text. Its one source beyond ``'self'`` is ``media-src
+blob:``: the Upload part reads a chosen file's length from a media element over an object URL of
+that file (``URL.createObjectURL``, which only this page's own code can mint).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ _NAME = re.compile(r"[a-z0-9_]{1,64}\.(js|css)")
 _TYPES = {"js": "text/javascript", "css": "text/css"}  # Litestar adds the charset
 _HEADERS = {
     "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self' blob:; "
         "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
     ),
     "X-Content-Type-Options": "nosniff",
