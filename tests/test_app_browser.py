@@ -12,6 +12,7 @@ are on the DOM, the clipboard, the downloaded file and the requests; none on tim
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -481,7 +482,8 @@ def test_without_audio_encoder_the_page_uploads_the_file_as_it_is(page: Page, or
     sign_in(page, origin)
     assert page.evaluate("typeof AudioEncoder") == "undefined"
     page.get_by_label("Video or audio file").set_input_files(str(TALK))
-    read_the_upload(page)
+    reference = read_the_upload(page)
+    assert reference == "upload:" + hashlib.sha256(TALK.read_bytes()).hexdigest()  # the file's own bytes
     assert page.locator("#upload .v2c-summary").text_content() == (
         "talk.mp4: 192.8 kB, uploaded as it is (this browser cannot encode Opus (WebCodecs))."
     )
@@ -516,8 +518,27 @@ def test_a_streamed_answer_links_the_moment_and_shows_the_invented_citation_unve
     )
     assert note.locator("a").count() == 0
 
+    assert link.get_attribute("rel") == "noopener noreferrer"
+    assert page.locator("#ask .v2c-sources li").count() == 1
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator("#ask").screenshot(path=str(ARTIFACTS / "app-ask-1280.png"))
+
+    # A second question streams until Stop: the first words show, then the upstream call is closed.
+    llm.hold_streams()
+    try:
+        page.get_by_label("Question").fill("And the battery?")
+        page.get_by_role("button", name="Ask", exact=True).click()
+        expect(answer).not_to_have_text("")
+        stop = page.get_by_role("button", name="Stop")
+        expect(stop).to_be_enabled()
+        stop.focus()
+        page.keyboard.press("Enter")
+        expect(page.locator("#ask .v2c-status")).to_have_text("Stopped.")
+        assert llm.hung_up.wait(30)
+        assert page.evaluate("document.activeElement.tagName") == "TEXTAREA"
+    finally:
+        llm.release.set()
+
     page.goto(
         origin + href
     )  # the citation's moment (a new tab when clicked; here in this tab, which has the key)

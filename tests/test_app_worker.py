@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from .miniflare_harness import MiniflareHarness
-from .test_app_browser import browser  # noqa: F401  (the module's own Chromium)
+from .test_app_browser import browser, console_error  # noqa: F401  (the module's own Chromium)
 from .test_mcp_http import _worker_server
 from .test_mcp_tools import LONG, long_context
 from .test_viewer import watch
@@ -49,8 +49,14 @@ def test_the_page_reads_a_pushed_video_on_the_worker(browser: Browser, origin: s
     page = browser.new_page(viewport={"width": 390, "height": 844})
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(f"{origin}/app")
+    page.on("console", lambda message: console_error(message, errors))
+    with page.expect_response(lambda response: response.url.endswith("/api/v1/health")) as asked:
+        page.goto(f"{origin}/app")  # the Ask module asks the health route whether an LLM rung is on
+    providers = asked.value.json()["providers"]
+    assert not [p for p in providers if p["kind"] == "llm" and p["enabled"]]  # none is set here
     expect(page.locator("#access")).to_be_hidden()  # an open server asks for no key
+    expect(page.locator("#upload input[type=file]")).to_have_count(1)
+    expect(page.locator("#upload")).to_be_visible()
     page.get_by_label("Video link or id").fill(watch(LONG))
     page.get_by_label("Video link or id").press("Enter")
     expect(page.locator("h1")).to_have_text(view["metadata"]["title"])
@@ -71,5 +77,7 @@ def test_the_page_reads_a_pushed_video_on_the_worker(browser: Browser, origin: s
     assert error["code"] == "blocked" and "vid2context push" in error["hint"]
     assert page.locator(".app-error-hint").text_content() == error["hint"]
     assert page.locator(".app-notice code").text_content() == f"vid2context push jNQXAC9IVRw --to {origin}"
+    assert page.locator("#ask").is_hidden()  # long after the health answer: Ask stayed hidden
+    assert page.locator("#ask textarea").count() == 1  # mounted, and hidden for want of an LLM
     page.close()
     assert errors == []
