@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, expect
+from playwright.sync_api import Browser, expect
 
 from .fake_github import FakeGitHub
-from .test_app_browser import ANSWERED, browser  # noqa: F401  (the module's own Chromium)
+from .test_app_browser import browser, console_error  # noqa: F401  (the module's own Chromium)
 from .test_mcp_http import _local_server
 from .test_viewer import watch
 from .youtube_replay import ReplayServer
@@ -55,12 +55,7 @@ def test_sign_in_with_github_lands_back_on_the_app_signed_in(
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-
-    def console(message: ConsoleMessage) -> None:
-        if message.type == "error" and not ANSWERED.fullmatch(message.text):
-            errors.append(f"console: {message.text}")
-
-    page.on("console", console)
+    page.on("console", lambda message: console_error(message, errors))
     visited: list[str] = []
     page.on(
         "request", lambda request: visited.append(request.url) if request.is_navigation_request() else None
