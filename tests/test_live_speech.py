@@ -26,7 +26,7 @@ from vid2context.runtime import Runtime, build_local_runtime
 
 from .live_stream import HANG_GUARD_S, LiveHls, readers_of
 from .sse import SseClient, parse
-from .test_live import API, gone, temporary  # noqa: F401  (temporary: the fixture)
+from .test_live import API, gone, temporary  # noqa: F401 (temporary: a fixture)
 from .test_whisper_local import normalise
 
 pytest.importorskip("faster_whisper", reason="the stt-local extra (faster-whisper) is not installed")
@@ -83,7 +83,10 @@ def seconds(wav: Path) -> float:
 
 
 async def test_the_spoken_words_come_back_as_segments_then_done_and_no_ffmpeg_is_left(
-    runtime: Runtime, stream: LiveHls, media: Path, temporary: Path
+    runtime: Runtime,
+    stream: LiveHls,
+    media: Path,
+    temporary: Path,  # noqa: F811
 ) -> None:
     app = create_app(runtime)
     async with (
