@@ -5,7 +5,10 @@
 it ends), and a small HTTP server on 127.0.0.1 serving that folder. ``url`` is the playlist's
 address; ``wait_started()`` returns once the playlist exists (a hang guard, not a deadline);
 ``started_at`` is the ``time.monotonic()`` at which ffmpeg began playing, so a word ``t`` seconds
-into the audio was "spoken" at ``started_at + t``.
+into the audio was "spoken" at ``started_at + t``. ``readrate`` plays faster than real time
+(ffmpeg's ``-readrate``): the playlist still grows segment by segment and gets its
+``#EXT-X-ENDLIST`` only at the end, so it stays a live stream, in less wall time (a word is then
+spoken at ``started_at + t / readrate``).
 
 ``tone_words`` is the audio the fake Whisper hears exactly (``fake_whisper.tone_audio``): sentences
 of three tone words with pauses between, after ``lead`` seconds of silence (so a reader that joins
@@ -48,9 +51,10 @@ class _Quiet(QuietHandler, SimpleHTTPRequestHandler):
 
 
 class LiveHls:
-    def __init__(self, folder: Path, wav: Path, *, start: bool = True) -> None:
+    def __init__(self, folder: Path, wav: Path, *, start: bool = True, readrate: float = 1.0) -> None:
         self.folder = folder
         self.wav = wav
+        self.readrate = readrate
         self.writer: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
         handler = functools.partial(_Quiet, directory=str(folder))
@@ -70,9 +74,10 @@ class LiveHls:
 
     def play(self) -> None:
         self.started_at = time.monotonic()
+        pace = ["-re"] if self.readrate == 1.0 else ["-readrate", str(self.readrate)]
         self.writer = subprocess.Popen(
             [
-                "ffmpeg", "-nostdin", "-loglevel", "error", "-re", "-i", str(self.wav),
+                "ffmpeg", "-nostdin", "-loglevel", "error", *pace, "-i", str(self.wav),
                 "-c:a", "aac", "-b:a", "96k", "-f", "hls", "-hls_time", "1", "-hls_list_size", "0",
                 str(self.folder / "live.m3u8"),
             ],

@@ -24,8 +24,10 @@ from mcp.client import Client
 from vid2context.api import create_app
 from vid2context.ctx import Ctx
 from vid2context.live import read_manifest
+from vid2context.live.core import _fresh
 from vid2context.live.ffmpeg_live import FfmpegLive
 from vid2context.mcp import create_mcp
+from vid2context.models import Segment
 from vid2context.providers.audio_local import FfmpegPrep
 from vid2context.providers.ytdlp import YtDlpProvider
 from vid2context.runtime import Runtime, build_runtime
@@ -359,3 +361,24 @@ def test_manifests_live_or_not() -> None:
     assert read_manifest('<?xml version="1.0"?><MPD type="dynamic" x="1">', base).live is True
     assert read_manifest('<MPD xmlns="urn:mpeg:dash" type="static">', base).live is False
     assert read_manifest("<html></html>", base).kind == "other"
+
+
+def test_a_segment_both_overlapping_pieces_heard_goes_out_once_and_times_go_forward() -> None:
+    """After a hard cut (no pause in the cut window) the next piece starts 2.5 s back, and real
+    speech cut inside a sentence is heard by both pieces: what tiny.en gave for the espeak talk
+    (``test_live_speech.py``), the first piece ending "...today is sunny and" at 10.16 s, the next
+    beginning "today is sunny and warm, ..." at 7.5 s."""
+    piece = [
+        Segment(start_sec=0.0, end_sec=1.5, text="The weather"),  # wholly heard already: dropped
+        Segment(start_sec=0.0, end_sec=8.66, text="today is sunny and warm, please remember."),
+        Segment(start_sec=9.0, end_sec=12.0, text="Machine learning."),
+    ]
+    fresh = _fresh(piece, 7.5, 10.16, "The weather today is sunny and")
+    assert [(s.start_sec, s.end_sec, s.text) for s in fresh] == [
+        (10.16, 16.16, "warm, please remember."),
+        (16.5, 19.5, "Machine learning."),
+    ]
+    heard_differently = _fresh(piece[1:2], 7.5, 10.16, "The weather today is sunday and")
+    assert heard_differently[0].start_sec == 10.16  # no words repeat exactly: all kept, still in order
+    assert heard_differently[0].text == "today is sunny and warm, please remember."
+    assert _fresh([Segment(start_sec=2.0, end_sec=3.0, text="sunny and")], 7.5, 10.16, "is sunny and") == []

@@ -169,15 +169,37 @@ def _segment_data(segment: Segment) -> dict[str, Any]:
     }
 
 
-def _fresh(segments: list[Segment], offset: float, heard_to: float) -> list[Segment]:
+def _words(text: str) -> list[str]:
+    return ["".join(c for c in w.lower() if c.isalnum() or c == "'") for w in text.split()]
+
+
+def _unheard(text: str, last: str) -> str:
+    """``text`` without its first words where they repeat the last words of ``last`` (the words
+    both pieces heard in their overlap), compared without case and punctuation."""
+    said, new = _words(last), _words(text)
+    for k in range(min(len(said), len(new)), 0, -1):
+        if said[-k:] == new[:k]:
+            return " ".join(text.split()[k:])
+    return text
+
+
+def _fresh(segments: list[Segment], offset: float, heard_to: float, last: str = "") -> list[Segment]:
     """A piece's segments in stream time, minus what the previous piece already gave: after a
     hard cut the pieces overlap, and a segment whose middle is before the end of the last segment
-    sent was heard already."""
+    sent (``heard_to``, text ``last``) was heard already. One that straddles that end (heard in
+    part by both pieces, as real speech cut inside a sentence is) loses the words the last segment
+    ended with, and starts at ``heard_to``: no words twice, and no time going back."""
     fresh = []
     for s in segments:
         start, end = round(s.start_sec + offset, 3), round(s.end_sec + offset, 3)
-        if (start + end) / 2 > heard_to and s.text.strip():
-            fresh.append(Segment(start_sec=start, end_sec=end, text=s.text.strip(), speaker=s.speaker))
+        text = s.text.strip()
+        if (start + end) / 2 <= heard_to or not text:
+            continue
+        if start < heard_to:
+            start, text = heard_to, _unheard(text, last)
+            if not text:
+                continue
+        fresh.append(Segment(start_sec=start, end_sec=end, text=text, speaker=s.speaker))
     return fresh
 
 
@@ -222,7 +244,8 @@ async def live_events(runtime: Runtime, watch: LiveWatch, ctx: Ctx) -> AsyncIter
                     "status", {"state": "heard", "heardSec": heard_sec, "pieces": count, "silent": True}
                 )
                 continue
-            for segment in _fresh(transcript.segments, piece.start_sec, heard_to):
+            last = sent[-1].text if sent else ""
+            for segment in _fresh(transcript.segments, piece.start_sec, heard_to, last):
                 sent.append(segment)
                 heard_to = segment.end_sec
                 yield Event("segment", _segment_data(segment))
