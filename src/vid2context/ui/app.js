@@ -8,6 +8,7 @@
  * become hrefs; an API key lives in sessionStorage (this tab only) and travels in the
  * Authorization header, never in a URL.
  */
+import { readEvents } from "./app_sse.js";
 import { momentLink, renderTranscript, stamp } from "./transcript.js";
 
 const KEY_ITEM = "vid2context.apiKey";
@@ -392,37 +393,6 @@ async function searchLibrary(query) {
 
 // --- collections and their jobs ---------------------------------------------------------------
 
-/** Each server-sent event of `response` as {event, data}, parsed as they arrive. */
-async function* events(response) {
-  const reader = response.body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
-    let cut = buffer.indexOf("\n\n");
-    while (cut >= 0) {
-      const block = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      let event = "message";
-      const data = [];
-      for (const line of block.split("\n")) {
-        if (line.startsWith("event:")) event = line.slice(6).trim();
-        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
-      }
-      if (data.length) {
-        try {
-          yield { event, data: JSON.parse(data.join("\n")) };
-        } catch {
-          // a line that is not JSON is no event of the contract's
-        }
-      }
-      cut = buffer.indexOf("\n\n");
-    }
-  }
-}
-
 async function followJob(job) {
   $("job").hidden = false;
   $("job-items").replaceChildren();
@@ -431,7 +401,9 @@ async function followJob(job) {
   say("job-status", "Queued…");
   const response = await apiFetch(`/api/v1/jobs/${encodeURIComponent(job.id)}/events`, { headers: { Accept: "text/event-stream" } });
   if (!response.ok) throw await errorOf(response);
-  for await (const { event, data } of events(response)) {
+  const over = new AbortController(); // the stream ends with done or error
+  const onEvent = (event, data) => {
+    if (over.signal.aborted) return;
     if (event === "progress") {
       total = Math.max(total, Number(data.total) || 0);
       bar.max = Math.max(1, total);
@@ -446,13 +418,14 @@ async function followJob(job) {
       bar.max = Math.max(1, total);
       bar.value = bar.max;
       say("job-status", `Done: ${(summary.added || []).length} added, ${(summary.failed || []).length} failed.`);
-      break;
+      over.abort();
     } else if (event === "error") {
       say("job-status", "The job failed.");
       showError(data);
-      break;
+      over.abort();
     }
-  }
+  };
+  await readEvents(response, onEvent, over.signal);
   await loadLibrary();
 }
 
