@@ -29,6 +29,7 @@ from vid2context.api.rendered import ENTRY_OVERHEAD, Rendered, RenderedCache
 from vid2context.models import VideoContext
 from vid2context.runtime import Runtime
 from vid2context.storage.memory import MemoryStorage
+from vid2context.storage.versions import version_reader
 
 from .runtimes import Runtimes, serve
 from .youtube_replay import httpx_callback
@@ -235,7 +236,7 @@ def _rendered(size: int) -> Rendered:
 
 async def test_the_cache_is_bounded_in_bytes_and_drops_the_least_recently_used() -> None:
     storage = MemoryStorage()
-    cache = RenderedCache(storage, max_bytes=10 * (1000 + ENTRY_OVERHEAD))
+    cache = RenderedCache(version_reader(storage), max_bytes=10 * (1000 + ENTRY_OVERHEAD))
     version = await cache.version()
     for n in range(10):
         cache.put((n,), version, _rendered(1000))
@@ -252,7 +253,7 @@ async def test_the_cache_is_bounded_in_bytes_and_drops_the_least_recently_used()
 
 async def test_an_entry_read_at_an_older_version_is_never_served() -> None:
     storage = MemoryStorage()
-    cache = RenderedCache(storage, max_bytes=1 << 20)
+    cache = RenderedCache(version_reader(storage), max_bytes=1 << 20)
     before = await cache.version()
     await storage.delete_context("youtube:nothing")  # nothing deleted: nothing changed
     assert await cache.version() == before

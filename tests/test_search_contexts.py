@@ -1,15 +1,21 @@
 """The search's cache of decoded videos (``search/contexts.py``) answers what the storage holds:
-a save or a delete, by this process or any other, is seen by the next read."""
+a save or a delete, by this process or any other (another isolate on the Worker), is seen by the
+next read."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
+import pytest
+
+from vid2context.api import create_app
 from vid2context.models import Segment, Transcript, VideoContext, VideoMetadata
 from vid2context.search.contexts import ContextCache
 from vid2context.storage.memory import MemoryStorage
 from vid2context.storage.sqlite import SQLiteStorage
+
+from .runtimes import Runtimes, serve
 
 
 def _context(video_id: str, text: str) -> VideoContext:
@@ -56,3 +62,44 @@ def test_another_process_writing_the_sqlite_file_is_seen(tmp_path: Path) -> None
             await reader.close()
 
     asyncio.run(run())
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("runtime_kind", ["worker"], indirect=True)
+async def test_on_the_worker_search_cites_from_the_cache_until_a_write(runtimes: Runtimes) -> None:
+    """D1's ``library_version`` row (``storage/versions.py``) keys the cache on the Worker too: a
+    repeated search reads no video again; a push or a delete, in this isolate or through another
+    isolate's ``CloudflareStorage`` on the same D1, retires it and the next search cites the new
+    text."""
+    from vid2context.storage.cloudflare import CloudflareStorage
+
+    runtime = await runtimes.build({})
+    storage = runtime.storage
+    assert isinstance(storage, CloudflareStorage)
+    other = CloudflareStorage(storage._d1.db, bucket=storage._bucket)  # another isolate's
+    cache = runtime.contexts
+    await storage.put_context(_context("youtube:w1", "the kickstand bends"))
+    async with serve(create_app(runtime, owns_runtime=False)) as client:
+
+        async def cited() -> list[str]:
+            response = await client.get("/api/v1/search", params={"q": "kickstand", "mode": "keyword"})
+            assert response.status_code == 200, response.text
+            return [hit["text"] for hit in response.json()["hits"]]
+
+        assert await cited() == ["the kickstand bends"]
+        assert (cache.hits, cache.misses) == (0, 1)
+        assert await cited() == ["the kickstand bends"]
+        assert (cache.hits, cache.misses) == (1, 1)  # D1 asked for the version only
+        await storage.put_context(_context("youtube:w1", "the kickstand snapped"))  # this isolate
+        assert await cited() == ["the kickstand snapped"]
+        assert (cache.hits, cache.misses) == (1, 2)
+        await other.put_context(_context("youtube:w1", "a kickstand pushed elsewhere"))
+        assert await cited() == ["a kickstand pushed elsewhere"]
+        assert await cited() == ["a kickstand pushed elsewhere"]
+        assert (cache.hits, cache.misses) == (2, 3)
+        await other.put_context(_context("youtube:w2", "kickstand two"))
+        assert sorted(await cited()) == ["a kickstand pushed elsewhere", "kickstand two"]
+        assert cache.misses == 5  # both read again: the version moved
+        assert await other.delete_context("youtube:w2")
+        assert await cited() == ["a kickstand pushed elsewhere"]
+        assert cache.misses == 6

@@ -12,7 +12,7 @@ from litestar.datastructures import State
 
 from ..held import Held
 from ..runtime import Runtime
-from ..storage.base import LibraryVersioned, Versioned
+from ..storage.versions import version_reader
 from .accounts import ACCOUNT_ROUTES
 from .answers import ANSWER_ROUTES
 from .ask import ASK_ROUTES
@@ -136,11 +136,8 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
     cache_bytes = runtime.settings.response_cache_mb * 1024 * 1024
     if runtime.name == "worker":
         cache_bytes = min(cache_bytes, WORKER_MAX_BYTES)
-    rendered = (
-        RenderedCache(runtime.storage, max_bytes=cache_bytes)
-        if cache_bytes and isinstance(runtime.storage, (Versioned, LibraryVersioned))
-        else None
-    )
+    version = version_reader(runtime.storage)
+    rendered = RenderedCache(version, max_bytes=cache_bytes) if cache_bytes and version else None
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:

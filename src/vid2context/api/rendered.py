@@ -8,8 +8,9 @@ first. A matching ``If-None-Match`` is answered ``304`` from the same entry.
 
 **Freshness.** An entry is good only while the library row it came from is unchanged, and that
 row may be changed by another process: ``vid2context push`` from a CLI, another worker of
-``serve --workers N``, a job. So an entry remembers the storage's version (``Versioned``) read
-*before* its row was read, and is served only while the version is the same; on SQLite that is
+``serve --workers N``, a job. So an entry remembers the library's version
+(``storage/versions.py``) read *before* its row was read, and is served only while the version
+is the same; on SQLite that is
 ``PRAGMA data_version``, which changes with every commit of any other connection to the file, in
 this process or another, and costs a few µs on the event loop. Any commit retires every entry,
 not only the changed video's: coarse, but exact, and nothing else to keep in step; on a
@@ -36,7 +37,7 @@ from litestar.datastructures import ResponseHeader
 from litestar.openapi import ResponseSpec
 from litestar.types import Receive, Scope, Send
 
-from ..storage.base import LibraryVersioned, Versioned
+from ..storage.versions import VersionReader
 from .middleware._asgi import header
 
 __all__ = [
@@ -106,11 +107,10 @@ class _Ready(Response[bytes]):
 class RenderedCache:
     """Rendered answers by key, for one storage version at a time, at most ``max_bytes``."""
 
-    def __init__(self, storage: Versioned | LibraryVersioned, *, max_bytes: int) -> None:
-        self._storage = storage
-        self._now = storage.data_version if isinstance(storage, Versioned) else None
-        """The synchronous version, when the storage has one: chosen once (a protocol's
-        ``isinstance`` costs more than the read itself)."""
+    def __init__(self, version: VersionReader, *, max_bytes: int) -> None:
+        self.version = version
+        """The library's version now (``storage.versions.version_reader``, chosen once): read it
+        before reading what an entry is made from."""
         self.max_bytes = max_bytes
         self.max_entry = max_bytes // 8
         """A larger answer is not kept: one long transcript must not flush all the others."""
@@ -120,12 +120,6 @@ class RenderedCache:
         """Bytes counted: bodies, the keys' text and ``ENTRY_OVERHEAD`` per entry."""
         self.hits = 0
         self.misses = 0
-
-    async def version(self) -> int | None:
-        """The storage's version now: read it before reading what an entry is made from."""
-        if self._now is not None:
-            return self._now()
-        return await self._storage.library_version()  # type: ignore[union-attr]
 
     def get(self, key: Hashable, version: int | None) -> Rendered | None:
         """The entry for ``key`` if it was read at ``version`` (``version()`` just now)."""
