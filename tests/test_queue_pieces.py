@@ -349,5 +349,25 @@ async def test_a_piece_not_where_the_plan_put_it_is_refused(talk: tuple[Path, Pa
         await runtime.aclose()
 
 
+async def test_pieces_that_heard_no_speech_finish_as_no_transcript() -> None:
+    """The queued finish raises the one no-speech error the one-call path does (``chunking``)."""
+    from vid2context.errors import ErrorCode, VidError
+    from vid2context.job_pieces import CONTEXT_SPLIT
+
+    place = {"startSec": 0, "overlapSec": 0}
+    quiet = [
+        {
+            "payload": {"place": {**place, "startSec": 12 * i}},
+            "result": {"segments": [], "producer": "stt/x/y"},
+        }
+        for i in range(3)
+    ]
+    with pytest.raises(VidError) as heard:
+        await CONTEXT_SPLIT.finish(None, None, {}, {"filename": "quiet.wav"}, quiet)  # type: ignore[arg-type]
+    assert heard.value.code is ErrorCode.NO_TRANSCRIPT
+    assert heard.value.message == "stt/x/y heard no speech in quiet.wav."
+    assert heard.value.hint is not None and "do not retry" in heard.value.hint
+
+
 async def _no_items(event: Any) -> None:
     raise AssertionError(f"no item event while planning pieces: {event}")

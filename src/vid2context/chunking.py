@@ -60,6 +60,7 @@ __all__ = [
     "SttPlan",
     "all_or_first_error",
     "merge",
+    "require_words",
     "retrying",
     "too_large",
     "transcribe_audio",
@@ -250,7 +251,7 @@ async def transcribe_audio(
     if rung.max_bytes is None:
         ctx.progress("stt", None, f"{rung.id}: transcribing")
         transcript = await rung.transcribe(audio, ctx, lang=lang)
-        return _require_words(transcript, rung, audio)
+        return require_words(transcript, rung.id, audio.describe())
     labels = diarizes(rung)
     # A diarizing rung gets its own, larger pieces: its speaker numbers hold within one request only.
     cap = rung.max_bytes if labels else min(rung.max_bytes, plan.chunk_bytes)
@@ -297,7 +298,7 @@ async def transcribe_audio(
         except BaseExceptionGroup as failed:
             raise _first_error(failed) from None
     results = [task.result() for task in tasks]
-    return _require_words(merge(chunks, results, producer=rung.id), rung, audio)
+    return require_words(merge(chunks, results, producer=rung.id), rung.id, audio.describe())
 
 
 async def all_or_first_error(calls: list[Awaitable[T]]) -> list[T]:
@@ -316,11 +317,14 @@ def _first_error(failed: BaseExceptionGroup) -> BaseException:
     return errors[0] if errors else failed.exceptions[0]
 
 
-def _require_words(transcript: Transcript, rung: SpeechToText, audio: AudioInput) -> Transcript:
+def require_words(transcript: Transcript, heard_by: str, heard: str) -> Transcript:
+    """``transcript`` when it holds words, else ``no-transcript``: the audio has no speech, which
+    no retry and no other rung can change. Raised here and by the queued pieces' finish
+    (``job_pieces``), whichever transcribed the audio."""
     if not transcript.segments:
         raise VidError(
             ErrorCode.NO_TRANSCRIPT,
-            f"{rung.id} heard no speech in {audio.describe()}.",
+            f"{heard_by} heard no speech in {heard}.",
             hint="Tell the user the audio has no speech to transcribe (it may be silent or music only); do "
             "not retry.",
         )

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from . import pipeline
-from .chunking import merge
+from .chunking import merge, require_words
 from .chunking_portable import Cutting, Place, PortablePrep, cutting
 from .ctx import Ctx
 from .errors import ErrorCode, VidError
@@ -193,14 +193,12 @@ async def _finish_context(
                    producer=r.get("producer") or "", segments=msgspec.convert(r["segments"], list[Segment]))
         for r in results
     ]  # fmt: skip
-    transcript = merge(places, pieces, producer="+".join(producers))
-    if not transcript.segments:
-        raise VidError(
-            ErrorCode.NO_TRANSCRIPT,
-            f"No speech-to-text rung heard speech in {extra.get('filename') or 'the upload'}.",
-            hint="Tell the user the audio has no speech to transcribe (it may be silent or music only); do "
-            "not retry.",
-        )
+    producer = "+".join(producers)
+    transcript = require_words(
+        merge(places, pieces, producer=producer),
+        producer or "Speech-to-text",
+        extra.get("filename") or "the upload",
+    )
     # As one call lists them: the read, the rungs skipped (once, not once a piece), each piece's rung.
     ran: list[Attempt] = []
     skipped: dict[tuple[str, str | None], Attempt] = {}
