@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -380,6 +381,28 @@ def test_bad_input_shows_as_text_and_stays_responsive(page: Page, origin: str) -
     page.keyboard.press("Enter")
     assert float(page.evaluate("document.activeElement.dataset.start")) == 18_000.0
     assert page.evaluate("window.pwned") is None
+
+
+def test_an_error_that_is_not_the_contracts_json_still_says_what_happened(page: Page, origin: str) -> None:
+    """A gateway in front of the server (its HTML page, an empty body) answers instead: the page's
+    one error reader (``app_sse.errorBody``) still shows the HTTP status and a next step."""
+    sign_in(page, origin)
+    answers = iter([(502, "text/html", "<html><b>Bad gateway</b></html>"), (503, "text/plain", "")])
+
+    def gateway(route: Any) -> None:
+        status, kind, body = next(answers)
+        route.fulfill(status=status, content_type=kind, body=body)
+
+    page.route("**/api/v1/view?*", gateway)
+    for status in (502, 503):
+        page.get_by_label("Video link or id").fill(f"gateway{status}")
+        page.get_by_label("Video link or id").press("Enter")
+        expect(page.locator(".app-error-message")).to_contain_text(f"The server answered {status}")
+        assert (
+            page.locator(".app-error-hint").text_content()
+            == "Try again; if it keeps failing, check the server's log."
+        )
+        assert page.locator("#notice b").count() == 0  # the gateway's HTML is never shown as HTML
 
 
 def _stamp(seconds: float) -> str:

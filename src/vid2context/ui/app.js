@@ -8,7 +8,7 @@
  * become hrefs; an API key lives in sessionStorage (this tab only) and travels in the
  * Authorization header, never in a URL.
  */
-import { readEvents } from "./app_sse.js";
+import { errorBody, readEvents } from "./app_sse.js";
 import { momentLink, renderTranscript, stamp } from "./transcript.js";
 
 const KEY_ITEM = "vid2context.apiKey";
@@ -62,26 +62,13 @@ export async function apiFetch(path, init = {}) {
   const key = storedKey();
   if (key && !headers.has("Authorization")) headers.set("Authorization", `Bearer ${key}`);
   const response = await fetch(path, { ...init, headers, credentials: "same-origin" });
-  if (response.status === 401) askForAccess(await errorOf(response.clone()));
+  if (response.status === 401) askForAccess(await errorBody(response.clone()));
   return response;
-}
-
-/** The contract's {code, message, hint} from an error response, whatever it holds. */
-async function errorOf(response) {
-  let body = null;
-  try {
-    body = await response.json();
-  } catch {
-    body = null;
-  }
-  const error = body && typeof body === "object" ? body.error || body : null;
-  if (error && typeof error === "object" && error.message) return error;
-  return { code: `http-${response.status}`, message: `The server answered ${response.status}.` };
 }
 
 async function getJson(path) {
   const response = await apiFetch(path);
-  if (!response.ok) throw await errorOf(response);
+  if (!response.ok) throw await errorBody(response);
   return response.json();
 }
 
@@ -157,7 +144,7 @@ export async function openVideo(input, at = null) {
     const response = await apiFetch(`/api/v1/view?url=${encodeURIComponent(value)}`);
     if (!response.ok) {
       current = current && current.input === value ? current : null;
-      showError(await errorOf(response));
+      showError(await errorBody(response));
       return;
     }
     showVideo(value, await response.json());
@@ -284,7 +271,7 @@ async function download(path, name) {
   say("copy-status", `Preparing ${name}…`);
   const response = await apiFetch(path);
   if (!response.ok) {
-    showError(await errorOf(response));
+    showError(await errorBody(response));
     say("copy-status", "");
     return;
   }
@@ -400,7 +387,7 @@ async function followJob(job) {
   let total = 0;
   say("job-status", "Queued…");
   const response = await apiFetch(`/api/v1/jobs/${encodeURIComponent(job.id)}/events`, { headers: { Accept: "text/event-stream" } });
-  if (!response.ok) throw await errorOf(response);
+  if (!response.ok) throw await errorBody(response);
   const over = new AbortController(); // the stream ends with done or error
   const onEvent = (event, data) => {
     if (over.signal.aborted) return;
@@ -438,14 +425,14 @@ async function createCollection(name, source, limit) {
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ name, sources: [source] }),
     });
-    if (!made.ok) throw await errorOf(made);
+    if (!made.ok) throw await errorBody(made);
     const collection = await made.json();
     const queued = await apiFetch(`/api/v1/collections/${encodeURIComponent(collection.id)}/refresh`, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ limit }),
     });
-    if (!queued.ok) throw await errorOf(queued);
+    if (!queued.ok) throw await errorBody(queued);
     await loadLibrary();
     await followJob(await queued.json());
   } catch (error) {

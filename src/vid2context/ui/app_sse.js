@@ -4,6 +4,8 @@
  * the stream is read with the Response's reader and cut into events here, as the SSE spec does:
  * blocks end at a blank line, `event:` names one, `data:` lines join with "\n", comment lines
  * (": keep-alive", ": heartbeat") are skipped. Each event's data is one line of JSON on our routes.
+ * errorBody reads a failed response's error, here because every part that reads a stream reads
+ * errors too (app.js imports it as well).
  */
 
 /**
@@ -56,13 +58,19 @@ function dispatch(block, onEvent) {
   onEvent(name, parsed);
 }
 
-/** The contract's error body {code, message, hint} from a failed Response (or a stand-in). */
+/**
+ * The contract's error {code, message, hint} from a failed Response (or a stand-in): the one
+ * reader of error bodies for every part of the page. The body is {error: {...}}, or the error
+ * itself; one that is neither (a proxy's HTML page, an empty body) still gives a readable message
+ * with the HTTP status and a next step.
+ */
 export async function errorBody(response) {
   try {
     const body = await response.json();
-    if (body && body.error && typeof body.error.message === "string") return body.error;
+    const error = body && typeof body === "object" ? (typeof body.error === "object" && body.error) || body : null;
+    if (error && typeof error.message === "string" && error.message) return error;
   } catch {
-    // not the contract's JSON: described below
+    // not JSON: described below
   }
   return {
     code: response.status === 413 ? "too-large" : "internal",
