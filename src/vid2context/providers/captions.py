@@ -68,12 +68,17 @@ _HOSTILE = re.compile(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
 # The fast path reads the two shapes YouTube actually serves with one regex each; a document
 # with any cue the regex does not account for (attributes in another order, CDATA, comments,
 # a truncated body) goes to the strict ElementTree path instead, so speed never costs accuracy.
+# The usual classic cue first (every cue with a duration and a body), then the general one.
+_CLASSIC_USUAL = re.compile(r'<text start="([0-9.]+)" dur="([0-9.]+)">([^<]*)</text>')
 _CLASSIC_CUE = re.compile(r'<text start="([0-9.]+)"(?: dur="([0-9.]+)")?\s*(?:/>|>([^<]*)</text>)')
 # The body as an unrolled loop with possessive quantifiers: runs of non-``<`` characters taken
 # whole, where a lazy ``.*?`` would try ``</p>`` at every character.
 _SRV3_CUE = re.compile(
     r'<p t="([0-9]+)"(?: d="([0-9]+)")?(?: [a-zA-Z]+="[^"]*")*\s*(?:/>|>([^<]*+(?:<(?!/p>)[^<]*+)*+)</p>)'
 )
+# An element the strict path would read (``p`` or ``text``, any attributes): one left outside
+# the cues the regex matched, or inside a body, means the regex missed a cue.
+_CUE_ELEMENT = re.compile(r"<(?:p|text)[\s/>]")
 _OVER_THREE_DECIMALS = re.compile(r"\.[0-9]{4}")
 _EXACT_MS = 2.0**53 / 4  # a start plus a duration still an exact integer
 # A time too large to be exact fails the decode (a ValidationError, which is a DecodeError).
@@ -90,8 +95,15 @@ _SEP = "\x00"
 # An element tag in raw XML (``<s t="200" ac="0">``, ``</s>``); quoted values may hold ``>``.
 # Possessive quantifiers: a tag never needs backtracking, and srv3 has one per word.
 _XML_TAG = re.compile(r"""<[^<>"'\x00]*+(?:(?:"[^"\x00]*+"|'[^'\x00]*+')[^<>"'\x00]*+)*+>""")
-# srv3's word element as YouTube writes it (``<s t="200" ac="0">``, ``<s>``).
-_SRV3_WORD = re.compile(r'<s(?: [a-z]+="[0-9]*+")*+>')
+# srv3's word element as YouTube writes it (``<s t="200" ac="0">``, ``<s>``, ``</s>``), and the
+# boundary between two words (``</s><s t="400" ac="0">``, nine in ten of them: one match removes
+# both tags). None right after a "<" (the lookbehind comes after the literal start, which keeps
+# the regex's fast scan for it): removing a tag there would join that "<" to what follows it.
+_SRV3_WORD = re.compile(r'<(?<!<<)(?:/s|s(?: [a-z]+="[0-9]*+")*+)>')
+_SRV3_BOUNDARY = re.compile(r'</s><s(?<!<</s><s)(?: [a-z]+="[0-9]*+")*+>')
+# An "&" whose reference a tag cuts (``&am<s>p;``): not XML, and without the tag it would be a
+# reference. A reference holds no "<", so this is the only way removing tags can make one.
+_CUT_REFERENCE = re.compile(r"&[#0-9A-Za-z]*+<")
 # YouTube's formatting markup in the HTML layer, and nothing else (see the module docstring).
 _FORMATTING_TAG = re.compile(
     r"""</?(?:b|i|u|font)(?:[ \t\r\n\f](?:[^<>"'\x00]|"[^"\x00]*"|'[^'\x00]*')*)?/?>""", re.IGNORECASE
@@ -265,12 +277,10 @@ def _clean_many(raws: list[str], *, layer: str) -> list[str]:
         return []
     joined = _SEP.join(raws)
     if layer == "xml":
-        if "<" in joined:
-            # srv3's one element per word first, by str.replace and the simplest pattern:
-            # every match costs a sub, and the general _XML_TAG is the slower one to try.
-            joined = _SRV3_WORD.sub("", joined.replace("</s>", ""))
-            if "<" in joined:
-                joined = _XML_TAG.sub("", joined)
+        if "<" in joined:  # srv3's word elements are out already (``_without_words``)
+            if _CUE_ELEMENT.search(joined):
+                raise _NotXml("a cue inside a cue")  # the strict path reads both
+            joined = _XML_TAG.sub("", joined)
             if "<" in joined:
                 raise _NotXml("a < that starts no tag")
         joined = _xml_then_html(joined)
@@ -441,18 +451,24 @@ def _parse_fast(text: str) -> list[Segment] | None:
     if "!" in text and "<!" in text:  # a comment or CDATA: the strict path
         return None
     if "<text " in text:
-        pattern, tag, seconds = _CLASSIC_CUE, "<text ", True
+        # One split: what lies between cues, then each cue's start, duration and body (``None``
+        # where the file has none), four by four; the usual shape first, the general if need be.
+        seconds = True
+        parts = _CLASSIC_USUAL.split(text)
+        if _CUE_ELEMENT.search("".join(parts[::4])):
+            parts = _CLASSIC_CUE.split(text)
     elif "<p " in text:
-        pattern, tag, seconds = _SRV3_CUE, "<p ", False
+        seconds = False
+        words = _without_words(text)
+        if words is None:
+            return None
+        parts = _SRV3_CUE.split(words)
     else:
         return None
-    # One split: what lies between cues, then each cue's start, duration and body (``None``
-    # where the file has none), four by four.
-    parts = pattern.split(text)
     starts, durations, bodies = parts[1::4], parts[2::4], parts[3::4]
-    # Every cue the regex missed is in what lies between: a classic body has no "<", so that
-    # is where one would be; an srv3 body may hold anything, so count them all.
-    if (tag in "".join(parts[::4])) if seconds else (text.count(tag) != len(starts)):
+    # Every cue the regex missed is in what lies between, or inside a body (a cue in a cue,
+    # which ``_clean_many`` refuses): an element the strict path reads is there.
+    if _CUE_ELEMENT.search("".join(parts[::4])):
         return None
     if None in bodies:
         bodies = [body or "" for body in bodies]
@@ -477,6 +493,22 @@ def _parse_fast(text: str) -> list[Segment] | None:
     except ValueError:  # "1.2.3" matches [0-9.]+ but is no number
         return None
     return segments
+
+
+def _without_words(text: str) -> str | None:
+    """An srv3 document without its word elements, or ``None`` when removing them could change
+    what it says (an XML reference cut by a tag, which is no XML).
+
+    25,000 words are 50,000 tags: removed from the whole document before the cues are found,
+    in two regex passes (word boundaries, then the rest), the cue regex then scans bodies with
+    no "<" in them. Text outside every ``<p>`` stays outside (only tags go), and the regexes
+    never remove a tag right after a "<", so no element or reference is made that was not there.
+    """
+    if "&" in text and _CUT_REFERENCE.search(text):
+        return None
+    if "<s" not in text:
+        return text
+    return _SRV3_WORD.sub("", _SRV3_BOUNDARY.sub("", text))
 
 
 def _segments_in_ms(
