@@ -41,6 +41,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Annotated, Any
 from xml.etree import ElementTree
 
@@ -134,18 +135,20 @@ _HTML_ENTITIES = (*_XML_ENTITIES[:6], ("&amp;", "&"))
 _REFERENCE = re.compile(r"&(?:#[0-9]+;|#[xX][0-9a-fA-F]+;|[A-Za-z][A-Za-z0-9]*;)?")
 _TABLE_KEYS = {table: frozenset(entity for entity, _ in table) for table in (_XML_ENTITIES, _HTML_ENTITIES)}
 # Both layers in one pass, for files whose references are all common ones. Each token below is a
-# reference of either layer (``&amp;lt;`` is the XML ``&amp;`` then the HTML ``&lt;``) and ends at
-# its first ";", as a reference does, so where one matches, that is the reference there: when
-# there are as many tokens as "&", every "&" starts one of them.
-_BOTH_LAYERS_TOKEN = re.compile(
-    r"(&(?:amp;(?:amp|lt|gt|quot|apos|#39|#x27|#10);|gt;|quot;|apos;|#39;|#x27;|#34;|#x22;|#10;))"
+# reference of either layer (``&amp;lt;`` is the XML ``&amp;`` then the HTML ``&lt;``), ending at
+# its first ";" as a reference does, or one of YouTube's formatting tags as it stands in the XML
+# (``&lt;font color=&quot;#E5E5E5&quot;&gt;``, ``&lt;i>``), which decodes to a tag
+# ``_FORMATTING_TAG`` removes whole. The tags are stricter than that pattern (one space before an
+# attribute, quoted values with no "&"): one written any other way is no token, and the file
+# takes the two-step decode. Where every "&" is inside a token, the tokens are the references
+# and the tags there are (``_xml_then_html`` says why).
+_FORMATTING_TOKEN = (
+    r"""lt;/?(?i:b|i|u|font)(?: [A-Za-z]+=(?:&quot;[^&<>"\x00]*&quot;|"[^&<>"\x00]*"))*/?(?:&gt;|>)"""
 )
-# YouTube's formatting tags as they stand in the XML (``&lt;font color=&quot;#E5E5E5&quot;&gt;``,
-# ``&lt;i>``): each decodes to a tag ``_FORMATTING_TAG`` removes whole. Stricter than that
-# pattern (one space before an attribute, quoted values with no "&"): a tag written any other
-# way leaves its ``&lt;``, and the file takes the two-step decode.
-_ESCAPED_FORMATTING = re.compile(
-    r"""&lt;/?(?i:b|i|u|font)(?: [A-Za-z]+=(?:&quot;[^&<>"\x00]*&quot;|"[^&<>"\x00]*"))*/?(?:&gt;|>)"""
+_BOTH_LAYERS_TOKEN = re.compile(
+    r"(&(?:amp;(?:amp|lt|gt|quot|apos|#39|#x27|#10);|gt;|quot;|apos;|#39;|#x27;|#34;|#x22;|#10;|"
+    + _FORMATTING_TOKEN
+    + "))"
 )
 
 
@@ -217,36 +220,32 @@ def _both_layers_table() -> dict[str, str]:
 
 
 _BOTH_LAYERS = _both_layers_table()
-_LONGEST_TOKEN = max(map(len, _BOTH_LAYERS))
-
-
-def _drop_formatting(match: re.Match[str]) -> str:
-    """A formatting tag out, unless what precedes it may be the start of an XML reference (an
-    "&" with no ";" after it, near enough to end in a token): the XML decode comes before the
-    tags go, so removing it could join the two sides into a reference the file does not have.
-    Kept, its ``&lt;`` sends the file the two-step way, which says whether it is XML at all."""
-    start = match.start()
-    before = match.string[max(0, start - _LONGEST_TOKEN) : start]
-    amp = before.rfind("&")
-    return match.group(0) if amp >= 0 and ";" not in before[amp:] else ""
 
 
 def _xml_then_html(raw: str) -> str:
     """The text of raw XML character data with no element tags left: the XML decode, YouTube's
     formatting tags out, the HTML decode; raises ``_NotXml`` as ``_xml_unescape`` does.
 
-    Exactly ``_html_text(_xml_unescape(raw))``, which takes two scans for references and a
-    ``str.replace`` per kind per layer; when every reference is a common one, one regex split
-    finds them all and one dict lookup each decodes both layers at once.
+    Exactly ``_html_text(_xml_unescape(raw))``, which takes two scans for references, a regex
+    pass for the tags and a ``str.replace`` per kind per layer; when every "&" is inside a token
+    of ``_BOTH_LAYERS_TOKEN``, one regex split finds them all and one dict lookup each decodes
+    both layers at once (a formatting tag, in no table, becomes nothing). The same because:
+    with every "&" in a token, every XML reference is one, so is every "<" of the HTML layer
+    (a raw one is an element, out already), so the formatting tags the two-step decode removes
+    are the formatting tokens; every "&" of the HTML layer comes from a token's XML ``&amp;``
+    and starts a reference that ends at the token's ";", so removing a tag next to it cannot
+    lengthen it, and the plain text between tokens holds no "&" to start another.
     """
     if "&" not in raw:
         return raw  # no reference, and with no "<" no markup: nothing to decode in either layer
-    text = _ESCAPED_FORMATTING.sub(_drop_formatting, raw) if "&lt;" in raw else raw
-    if "&lt;" not in text:
-        parts = _BOTH_LAYERS_TOKEN.split(text)
-        if len(parts) // 2 == text.count("&"):
-            parts[1::2] = list(map(_BOTH_LAYERS.__getitem__, parts[1::2]))
-            return "".join(parts)
+    parts = _BOTH_LAYERS_TOKEN.split(raw)
+    tokens = parts[1::2]
+    amps = raw.count("&")
+    # Each token holds an "&", a formatting tag more than one: as many tokens as "&", or as
+    # many "&" in the tokens as in the text, means no "&" outside them.
+    if len(tokens) == amps or "".join(tokens).count("&") == amps:
+        parts[1::2] = map(_BOTH_LAYERS.get, tokens, repeat(""))
+        return "".join(parts)
     return _html_text(_xml_unescape(raw))
 
 
