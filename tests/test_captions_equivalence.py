@@ -145,7 +145,7 @@ def _srv3(draw: st.DrawFn) -> str:
     return f'<?xml version="1.0" encoding="utf-8" ?><timedtext format="3">{head}<body>{between.join(cues)}{tail}'
 
 
-_FUZZ = settings(max_examples=500, derandomize=True, deadline=None)
+_FUZZ = settings(max_examples=250, derandomize=True, deadline=None)
 
 
 @_FUZZ
