@@ -33,7 +33,9 @@ from vid2context.providers.captions import (
 __all__ = ["parse_before"]
 
 _SRV3_WORD = re.compile(r'<s(?: [a-z]+="[0-9]*+")*+>')
-_TOKEN = re.compile(r"(&(?:amp;(?:amp|lt|gt|quot|apos|#39|#x27|#10);|gt;|quot;|apos;|#39;|#x27;|#34;|#x22;|#10;))")
+_TOKEN = re.compile(
+    r"(&(?:amp;(?:amp|lt|gt|quot|apos|#39|#x27|#10);|gt;|quot;|apos;|#39;|#x27;|#34;|#x22;|#10;))"
+)
 _ESCAPED_FORMATTING = re.compile(
     r"""&lt;/?(?i:b|i|u|font)(?: [A-Za-z]+=(?:&quot;[^&<>"\x00]*&quot;|"[^&<>"\x00]*"))*/?(?:&gt;|>)"""
 )
@@ -91,9 +93,8 @@ def _parse_fast(text: str) -> list[Segment] | None:
     starts, durations, bodies = parts[1::4], parts[2::4], parts[3::4]
     if (tag in "".join(parts[::4])) if seconds else (text.count(tag) != len(starts)):
         return None
-    if None in bodies:
+    if None in bodies or None in durations:  # the same two checks, written once
         bodies = [body or "" for body in bodies]
-    if None in durations:
         durations = [duration or "0" for duration in durations]
     try:
         texts = _clean_xml(bodies)

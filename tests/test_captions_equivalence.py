@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from bench.bench_formats import build_transcript
+from bench.captions_before import parse_before
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from bench.bench_formats import build_transcript
-from bench.captions_before import parse_before
 from vid2context.errors import VidError
 from vid2context.providers import captions
 from vid2context.providers.captions import parse_timedtext_xml
@@ -142,7 +142,9 @@ def _srv3(draw: st.DrawFn) -> str:
     head = draw(st.sampled_from(["", '<head><pen id="1" fc="#FEFEFE"/><ws id="0"/></head>', "<s>x</s>"]))
     between = draw(st.sampled_from(["", "\n", "<s>out</s>", '<text start="1" dur="1">t</text>']))
     tail = draw(st.sampled_from(["</body></timedtext>", "</body></timedtext>\n", "</body>"]))
-    return f'<?xml version="1.0" encoding="utf-8" ?><timedtext format="3">{head}<body>{between.join(cues)}{tail}'
+    return (
+        f'<?xml version="1.0" encoding="utf-8" ?><timedtext format="3">{head}<body>{between.join(cues)}{tail}'
+    )
 
 
 _FUZZ = settings(max_examples=250, derandomize=True, deadline=None)
