@@ -459,21 +459,21 @@ def _parse_fast(text: str) -> list[Segment] | None:
         # where the file has none), four by four; the usual shape first, the general if need be.
         seconds = True
         parts = _CLASSIC_USUAL.split(text)
-        if _CUE_ELEMENT.search("".join(parts[::4])):
+        if _missed_cue(parts):
             parts = _CLASSIC_CUE.split(text)
+            if _missed_cue(parts):
+                return None
     elif "<p " in text:
         seconds = False
         words = _without_words(text)
         if words is None:
             return None
         parts = _SRV3_CUE.split(words)
+        if _missed_cue(parts):
+            return None
     else:
         return None
     starts, durations, bodies = parts[1::4], parts[2::4], parts[3::4]
-    # Every cue the regex missed is in what lies between, or inside a body (a cue in a cue,
-    # which ``_clean_many`` refuses): an element the strict path reads is there.
-    if _CUE_ELEMENT.search("".join(parts[::4])):
-        return None
     if None in bodies:
         bodies = [body or "" for body in bodies]
     if None in durations:
@@ -497,6 +497,13 @@ def _parse_fast(text: str) -> list[Segment] | None:
     except ValueError:  # "1.2.3" matches [0-9.]+ but is no number
         return None
     return segments
+
+
+def _missed_cue(parts: list[str]) -> bool:
+    """Whether a cue regex's split missed a cue: one would be in what lies between the cues it
+    found (one inside a body, a cue in a cue, ``_clean_many`` refuses), as an element the strict
+    path reads (``<text`` or ``<p`` followed by a space, a newline, ``/`` or ``>``)."""
+    return _CUE_ELEMENT.search("".join(parts[::4])) is not None
 
 
 def _without_words(text: str) -> str | None:
