@@ -85,21 +85,27 @@ _ELEMENTS = ["<s>", "</s>", '<s t="200" ac="0">', '<s ac="1" t="">', "<i>", "</i
 _ELEMENTS += ["<", "<<s>", "<</s>", "<![CDATA[x]]>", "<!-- c -->", "\x00", "\x01", '<s t="1"', "<span>"]
 _ELEMENTS += ['<p t="5" d="1">in</p>', '<text start="9">in</text>', "<p>", "<text\n>", "<?pi x?>"]
 _PIECE = st.sampled_from(_TEXT) | st.sampled_from(_REFERENCES) | st.sampled_from(_TAGS)
-_BODY = st.one_of(
+# A file's bodies are all of one kind, so half the files hold nothing that leaves the fast path.
+_BODIES = [
     st.lists(st.sampled_from(["a", " b", " ", *captions._BOTH_LAYERS, *_TAGS[:5]]), max_size=8).map("".join),
     st.lists(_PIECE, max_size=8).map("".join),
     st.lists(_PIECE | st.sampled_from(_ELEMENTS), max_size=8).map("".join),
+]
+_BODY_KIND = st.sampled_from([_BODIES[0], *_BODIES])
+_NUMBER = st.sampled_from(
+    ["0", "1", "1.5", "2.25", "3.125", "12.96"] * 3 + ["0.0005", ".5", "1.2.3", "7e3", "99999999999"]
 )
-_NUMBER = st.sampled_from(["0", "1", "1.5", "2.25", "3.125", "0.0005", ".5", "1.2.3", "7e3", "99999999999"])
-_MS = st.sampled_from(["0", "1", "200", "1500", "-5", "x", "", "4503599627370497"])
+_MS = st.sampled_from(["0", "1", "200", "1500", "4320"] * 3 + ["-5", "x", "", "4503599627370497"])
 
 
 @st.composite
 def _classic(draw: st.DrawFn) -> str:
     cues = []
-    for body in draw(st.lists(_BODY, max_size=5)):
+    for body in draw(st.lists(draw(_BODY_KIND), min_size=1, max_size=5)):
         start, dur = draw(_NUMBER), draw(_NUMBER)
-        shape = draw(st.sampled_from(["usual", "no-dur", "swapped", "closed", "newline", "spaced", "tabbed"]))
+        shape = draw(
+            st.sampled_from(["usual"] * 6 + ["no-dur", "swapped", "closed", "newline", "spaced", "tabbed"])
+        )
         cues.append(
             {
                 "usual": f'<text start="{start}" dur="{dur}">{body}</text>',
@@ -113,14 +119,14 @@ def _classic(draw: st.DrawFn) -> str:
         )
     between = draw(st.sampled_from(["", "\n", "\n    ", "<br/>", '<p t="1" d="1">p cue</p>']))
     head = draw(st.sampled_from(['<?xml version="1.0" encoding="utf-8" ?>', "", "\ufeff"]))
-    tail = draw(st.sampled_from(["</transcript>", "</transcript>\n", "", "</timedtext>"]))
+    tail = draw(st.sampled_from(["</transcript>"] * 4 + ["</transcript>\n", "", "</timedtext>"]))
     return f"{head}<transcript>{between.join(cues)}{tail}"
 
 
 @st.composite
 def _srv3(draw: st.DrawFn) -> str:
     cues = []
-    for words in draw(st.lists(st.lists(_BODY, max_size=4), max_size=4)):
+    for words in draw(st.lists(st.lists(draw(_BODY_KIND), max_size=4), min_size=1, max_size=4)):
         t, d = draw(_MS), draw(_MS)
         spans = "".join(
             f'<s t="{n * 200}" ac="0">{word}</s>' if draw(st.booleans()) else word
@@ -128,7 +134,7 @@ def _srv3(draw: st.DrawFn) -> str:
         )
         if draw(st.booleans()):
             spans = f"&lt;font color=&quot;#E5E5E5&quot;&gt;{spans}&lt;/font&gt;"
-        shape = draw(st.sampled_from(["usual", "no-d", "swapped", "closed", "extra", "nested"]))
+        shape = draw(st.sampled_from(["usual"] * 6 + ["no-d", "swapped", "closed", "extra", "nested"]))
         cues.append(
             {
                 "usual": f'<p t="{t}" d="{d}" w="1">{spans}</p>',
@@ -141,7 +147,7 @@ def _srv3(draw: st.DrawFn) -> str:
         )
     head = draw(st.sampled_from(["", '<head><pen id="1" fc="#FEFEFE"/><ws id="0"/></head>', "<s>x</s>"]))
     between = draw(st.sampled_from(["", "\n", "<s>out</s>", '<text start="1" dur="1">t</text>']))
-    tail = draw(st.sampled_from(["</body></timedtext>", "</body></timedtext>\n", "</body>"]))
+    tail = draw(st.sampled_from(["</body></timedtext>"] * 4 + ["</body></timedtext>\n", "</body>"]))
     return (
         f'<?xml version="1.0" encoding="utf-8" ?><timedtext format="3">{head}<body>{between.join(cues)}{tail}'
     )
