@@ -14,7 +14,12 @@ Figures:
   ``SRTFormatter`` and ``WebVTTFormatter`` given the same cues as its own ``FetchedTranscript``
   (target 2x). srv3 and json3 have no reference there: its parser reads only ``<text start dur>``;
   srv3 is put against our own ElementTree path (``_parse_tree``, what any XML-parser reading
-  costs) and json3 against the 1.5 ms target alone.
+  costs) and json3 against the 1.5 ms target alone;
+- ``parse_xml_stages``: where the classic XML parse's time goes, each stage timed alone on the
+  same file (the cue split, both decode layers, the whitespace check and the split into cues,
+  the times and segments), and the lower bound that puts on the whole;
+- ``vs_before``: the XML and srv3 parse against the parser as it was before issue #17's second
+  pass (``bench/captions_before.py``), alternately in the same run: "theirs" is the old one.
 """
 
 from __future__ import annotations
@@ -25,9 +30,11 @@ from html import escape
 
 from vid2context.formats import FORMATTERS, RenderOptions
 from vid2context.models import Transcript, VideoContext, VideoMetadata
+from vid2context.providers import captions
 from vid2context.providers.captions import _parse_tree, parse_json3, parse_timedtext_xml
 from vid2context.providers.subtitles import parse_vtt
 
+from .captions_before import parse_before
 from .timing import compare, measure
 
 CUES = 2500
@@ -79,6 +86,30 @@ def build_transcript(seed: int = 7) -> tuple[str, str, str, str]:
     return "\n".join(lines), json.dumps({"events": events}), "\n".join(paragraphs), "\n".join(cues)
 
 
+def xml_stages(xml: str) -> dict[str, float]:
+    """CPU median ms of each stage of the classic XML fast path, run alone on ``xml``."""
+    parts = captions._CLASSIC_USUAL.split(xml)
+    starts, durations, bodies = parts[1::4], parts[2::4], parts[3::4]
+    joined = captions._SEP.join(bodies)
+    decoded = captions._xml_then_html(joined)
+    texts = captions._clean_many(bodies, layer="xml")
+
+    def whitespace() -> object:
+        if "  " not in decoded and not any(char in decoded for char in captions._WHITESPACE_BUT_SPACE):
+            return list(map(str.strip, decoded.split(captions._SEP)))
+        return None
+
+    stages = {
+        "cue_split": lambda: captions._CLASSIC_USUAL.split(xml),
+        "decode_both_layers": lambda: captions._xml_then_html(joined),
+        "whitespace_and_cue_texts": whitespace,
+        "times_and_segments": lambda: captions._segments_in_ms(starts, durations, texts, seconds=True),
+    }
+    figures = {name: measure(work, repeat=41)["cpu_median_ms"] for name, work in stages.items()}
+    figures["sum_of_stages"] = round(sum(figures.values()), 3)
+    return figures
+
+
 def run() -> dict[str, object]:
     from youtube_transcript_api._transcripts import _TranscriptParser  # the reference parser
 
@@ -88,6 +119,7 @@ def run() -> dict[str, object]:
     theirs = measure(lambda: reference.parse(xml), repeat=40)
     segments = parse_timedtext_xml(xml)
     assert len(segments) == len(reference.parse(xml)) == CUES
+    assert segments == parse_before(xml) and parse_timedtext_xml(srv3) == parse_before(srv3)
     context = VideoContext(
         id="youtube:benchmark01",
         metadata=VideoMetadata(
@@ -154,4 +186,9 @@ def run() -> dict[str, object]:
         "render": render,
         "vs_youtube_transcript_api": versus,
         "srv3_vs_elementtree": srv3_versus_elementtree,
+        "parse_xml_stages": xml_stages(xml),
+        "vs_before": {
+            "parse_xml": compare(lambda: parse_timedtext_xml(xml), lambda: parse_before(xml)),
+            "parse_srv3": compare(lambda: parse_timedtext_xml(srv3), lambda: parse_before(srv3)),
+        },
     }

@@ -41,6 +41,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Annotated, Any
 from xml.etree import ElementTree
 
@@ -68,17 +69,28 @@ _HOSTILE = re.compile(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
 # The fast path reads the two shapes YouTube actually serves with one regex each; a document
 # with any cue the regex does not account for (attributes in another order, CDATA, comments,
 # a truncated body) goes to the strict ElementTree path instead, so speed never costs accuracy.
+# The usual classic cue first (every cue with a duration and a body), then the general one.
+_CLASSIC_USUAL = re.compile(r'<text start="([0-9.]+)" dur="([0-9.]+)">([^<]*)</text>')
 _CLASSIC_CUE = re.compile(r'<text start="([0-9.]+)"(?: dur="([0-9.]+)")?\s*(?:/>|>([^<]*)</text>)')
-# The body as an unrolled loop with possessive quantifiers: runs of non-``<`` characters taken
-# whole, where a lazy ``.*?`` would try ``</p>`` at every character.
+# srv3's likewise: the usual cue (a duration, attributes with numbers, a body with no "<" once
+# the word elements are out; 30% less time), then the general one, whose body is an unrolled
+# loop with possessive quantifiers: runs of non-``<`` characters taken whole, where a lazy
+# ``.*?`` would try ``</p>`` at every character.
+_SRV3_USUAL = re.compile(r'<p t="([0-9]+)" d="([0-9]+)"(?: [a-z]+="[0-9]*+")*+>([^<]*+)</p>')
 _SRV3_CUE = re.compile(
     r'<p t="([0-9]+)"(?: d="([0-9]+)")?(?: [a-zA-Z]+="[^"]*")*\s*(?:/>|>([^<]*+(?:<(?!/p>)[^<]*+)*+)</p>)'
 )
+# An element the strict path would read (``p`` or ``text``, any attributes): one left outside
+# the cues the regex matched, or inside a body, means the regex missed a cue.
+_CUE_ELEMENT = re.compile(r"<(?:p|text)[\s/>]")
 _OVER_THREE_DECIMALS = re.compile(r"\.[0-9]{4}")
 _EXACT_MS = 2.0**53 / 4  # a start plus a duration still an exact integer
 # A time too large to be exact fails the decode (a ValidationError, which is a DecodeError).
 _decode_times = msgspec.json.Decoder(list[Annotated[float, msgspec.Meta(le=_EXACT_MS)]]).decode
 _ROOT_ENDS = ("</transcript>", "</timedtext>")  # a document cut short goes the strict way
+# A classic file's first cue comes within this many characters; looking there first spares an
+# srv3 file a scan for "<text " (a file with both kinds of cue goes the strict way either way).
+_HEAD = 2048
 # What str.split() and str.isspace() call whitespace, the space aside (tests check the list).
 _WHITESPACE_BUT_SPACE = (
     "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
@@ -90,8 +102,17 @@ _SEP = "\x00"
 # An element tag in raw XML (``<s t="200" ac="0">``, ``</s>``); quoted values may hold ``>``.
 # Possessive quantifiers: a tag never needs backtracking, and srv3 has one per word.
 _XML_TAG = re.compile(r"""<[^<>"'\x00]*+(?:(?:"[^"\x00]*+"|'[^'\x00]*+')[^<>"'\x00]*+)*+>""")
-# srv3's word element as YouTube writes it (``<s t="200" ac="0">``, ``<s>``).
-_SRV3_WORD = re.compile(r'<s(?: [a-z]+="[0-9]*+")*+>')
+# srv3's word element as YouTube writes it (``<s t="200" ac="0">``, ``<s>``, ``</s>``), and the
+# boundary between two words (``</s><s t="400" ac="0">``, nine in ten of them), which one match
+# removes whole: YouTube's two attributes spelled out take 30% less time than any attributes,
+# and a tag written otherwise goes the general way. None right after a "<" (the lookbehind
+# comes after the literal start, which keeps the regex's fast scan for it): removing a tag
+# there would join that "<" to what follows it.
+_SRV3_WORD = re.compile(r'<(?<!<<)(?:/s|s(?: [a-z]+="[0-9]*+")*+)>')
+_SRV3_BOUNDARY = re.compile(r'</s><s t="(?<!<</s><s t=")[0-9]*+" ac="[0-9]*+">')
+# An "&" whose reference a tag cuts (``&am<s>p;``): not XML, and without the tag it would be a
+# reference. A reference holds no "<", so this is the only way removing tags can make one.
+_CUT_REFERENCE = re.compile(r"&[#0-9A-Za-z]*+<")
 # YouTube's formatting markup in the HTML layer, and nothing else (see the module docstring).
 _FORMATTING_TAG = re.compile(
     r"""</?(?:b|i|u|font)(?:[ \t\r\n\f](?:[^<>"'\x00]|"[^"\x00]*"|'[^'\x00]*')*)?/?>""", re.IGNORECASE
@@ -122,18 +143,20 @@ _HTML_ENTITIES = (*_XML_ENTITIES[:6], ("&amp;", "&"))
 _REFERENCE = re.compile(r"&(?:#[0-9]+;|#[xX][0-9a-fA-F]+;|[A-Za-z][A-Za-z0-9]*;)?")
 _TABLE_KEYS = {table: frozenset(entity for entity, _ in table) for table in (_XML_ENTITIES, _HTML_ENTITIES)}
 # Both layers in one pass, for files whose references are all common ones. Each token below is a
-# reference of either layer (``&amp;lt;`` is the XML ``&amp;`` then the HTML ``&lt;``) and ends at
-# its first ";", as a reference does, so where one matches, that is the reference there: when
-# there are as many tokens as "&", every "&" starts one of them.
-_BOTH_LAYERS_TOKEN = re.compile(
-    r"(&(?:amp;(?:amp|lt|gt|quot|apos|#39|#x27|#10);|gt;|quot;|apos;|#39;|#x27;|#34;|#x22;|#10;))"
+# reference of either layer (``&amp;lt;`` is the XML ``&amp;`` then the HTML ``&lt;``), ending at
+# its first ";" as a reference does, or one of YouTube's formatting tags as it stands in the XML
+# (``&lt;font color=&quot;#E5E5E5&quot;&gt;``, ``&lt;i>``), which decodes to a tag
+# ``_FORMATTING_TAG`` removes whole. The tags are stricter than that pattern (one space before an
+# attribute, quoted values with no "&"): one written any other way is no token, and the file
+# takes the two-step decode. Where every "&" is inside a token, the tokens are the references
+# and the tags there are (``_xml_then_html`` says why).
+_FORMATTING_TOKEN = (
+    r"""lt;/?(?i:b|i|u|font)(?: [A-Za-z]+=(?:&quot;[^&<>"\x00]*&quot;|"[^&<>"\x00]*"))*/?(?:&gt;|>)"""
 )
-# YouTube's formatting tags as they stand in the XML (``&lt;font color=&quot;#E5E5E5&quot;&gt;``,
-# ``&lt;i>``): each decodes to a tag ``_FORMATTING_TAG`` removes whole. Stricter than that
-# pattern (one space before an attribute, quoted values with no "&"): a tag written any other
-# way leaves its ``&lt;``, and the file takes the two-step decode.
-_ESCAPED_FORMATTING = re.compile(
-    r"""&lt;/?(?i:b|i|u|font)(?: [A-Za-z]+=(?:&quot;[^&<>"\x00]*&quot;|"[^&<>"\x00]*"))*/?(?:&gt;|>)"""
+_BOTH_LAYERS_TOKEN = re.compile(
+    r"(&(?:amp;(?:amp|lt|gt|quot|apos|#39|#x27|#10);|gt;|quot;|apos;|#39;|#x27;|#34;|#x22;|#10;|"
+    + _FORMATTING_TOKEN
+    + "))"
 )
 
 
@@ -205,36 +228,32 @@ def _both_layers_table() -> dict[str, str]:
 
 
 _BOTH_LAYERS = _both_layers_table()
-_LONGEST_TOKEN = max(map(len, _BOTH_LAYERS))
-
-
-def _drop_formatting(match: re.Match[str]) -> str:
-    """A formatting tag out, unless what precedes it may be the start of an XML reference (an
-    "&" with no ";" after it, near enough to end in a token): the XML decode comes before the
-    tags go, so removing it could join the two sides into a reference the file does not have.
-    Kept, its ``&lt;`` sends the file the two-step way, which says whether it is XML at all."""
-    start = match.start()
-    before = match.string[max(0, start - _LONGEST_TOKEN) : start]
-    amp = before.rfind("&")
-    return match.group(0) if amp >= 0 and ";" not in before[amp:] else ""
 
 
 def _xml_then_html(raw: str) -> str:
     """The text of raw XML character data with no element tags left: the XML decode, YouTube's
     formatting tags out, the HTML decode; raises ``_NotXml`` as ``_xml_unescape`` does.
 
-    Exactly ``_html_text(_xml_unescape(raw))``, which takes two scans for references and a
-    ``str.replace`` per kind per layer; when every reference is a common one, one regex split
-    finds them all and one dict lookup each decodes both layers at once.
+    Exactly ``_html_text(_xml_unescape(raw))``, which takes two scans for references, a regex
+    pass for the tags and a ``str.replace`` per kind per layer; when every "&" is inside a token
+    of ``_BOTH_LAYERS_TOKEN``, one regex split finds them all and one dict lookup each decodes
+    both layers at once (a formatting tag, in no table, becomes nothing). The same because:
+    with every "&" in a token, every XML reference is one, so is every "<" of the HTML layer
+    (a raw one is an element, out already), so the formatting tags the two-step decode removes
+    are the formatting tokens; every "&" of the HTML layer comes from a token's XML ``&amp;``
+    and starts a reference that ends at the token's ";", so removing a tag next to it cannot
+    lengthen it, and the plain text between tokens holds no "&" to start another.
     """
     if "&" not in raw:
         return raw  # no reference, and with no "<" no markup: nothing to decode in either layer
-    text = _ESCAPED_FORMATTING.sub(_drop_formatting, raw) if "&lt;" in raw else raw
-    if "&lt;" not in text:
-        parts = _BOTH_LAYERS_TOKEN.split(text)
-        if len(parts) // 2 == text.count("&"):
-            parts[1::2] = list(map(_BOTH_LAYERS.__getitem__, parts[1::2]))
-            return "".join(parts)
+    parts = _BOTH_LAYERS_TOKEN.split(raw)
+    tokens = parts[1::2]
+    amps = raw.count("&")
+    # Each token holds an "&", a formatting tag more than one: as many tokens as "&", or as
+    # many "&" in the tokens as in the text, means no "&" outside them.
+    if len(tokens) == amps or "".join(tokens).count("&") == amps:
+        parts[1::2] = map(_BOTH_LAYERS.get, tokens, repeat(""))
+        return "".join(parts)
     return _html_text(_xml_unescape(raw))
 
 
@@ -265,12 +284,10 @@ def _clean_many(raws: list[str], *, layer: str) -> list[str]:
         return []
     joined = _SEP.join(raws)
     if layer == "xml":
-        if "<" in joined:
-            # srv3's one element per word first, by str.replace and the simplest pattern:
-            # every match costs a sub, and the general _XML_TAG is the slower one to try.
-            joined = _SRV3_WORD.sub("", joined.replace("</s>", ""))
-            if "<" in joined:
-                joined = _XML_TAG.sub("", joined)
+        if "<" in joined:  # srv3's word elements are out already (``_without_words``)
+            if _CUE_ELEMENT.search(joined):
+                raise _NotXml("a cue inside a cue")  # the strict path reads both
+            joined = _XML_TAG.sub("", joined)
             if "<" in joined:
                 raise _NotXml("a < that starts no tag")
         joined = _xml_then_html(joined)
@@ -440,20 +457,28 @@ def _parse_fast(text: str) -> list[Segment] | None:
         return None
     if "!" in text and "<!" in text:  # a comment or CDATA: the strict path
         return None
-    if "<text " in text:
-        pattern, tag, seconds = _CLASSIC_CUE, "<text ", True
+    if "<text " in text[:_HEAD] or ("<p " not in text and "<text " in text):
+        # One split: what lies between cues, then each cue's start, duration and body (``None``
+        # where the file has none), four by four; the usual shape first, the general if need be.
+        seconds = True
+        parts = _CLASSIC_USUAL.split(text)
+        if _missed_cue(parts):
+            parts = _CLASSIC_CUE.split(text)
+            if _missed_cue(parts):
+                return None
     elif "<p " in text:
-        pattern, tag, seconds = _SRV3_CUE, "<p ", False
+        seconds = False
+        words = _without_words(text)
+        if words is None:
+            return None
+        parts = _SRV3_USUAL.split(words)
+        if _missed_cue(parts):
+            parts = _SRV3_CUE.split(words)
+            if _missed_cue(parts):
+                return None
     else:
         return None
-    # One split: what lies between cues, then each cue's start, duration and body (``None``
-    # where the file has none), four by four.
-    parts = pattern.split(text)
     starts, durations, bodies = parts[1::4], parts[2::4], parts[3::4]
-    # Every cue the regex missed is in what lies between: a classic body has no "<", so that
-    # is where one would be; an srv3 body may hold anything, so count them all.
-    if (tag in "".join(parts[::4])) if seconds else (text.count(tag) != len(starts)):
-        return None
     if None in bodies:
         bodies = [body or "" for body in bodies]
     if None in durations:
@@ -477,6 +502,29 @@ def _parse_fast(text: str) -> list[Segment] | None:
     except ValueError:  # "1.2.3" matches [0-9.]+ but is no number
         return None
     return segments
+
+
+def _missed_cue(parts: list[str]) -> bool:
+    """Whether a cue regex's split missed a cue: one would be in what lies between the cues it
+    found (one inside a body, a cue in a cue, ``_clean_many`` refuses), as an element the strict
+    path reads (``<text`` or ``<p`` followed by a space, a newline, ``/`` or ``>``)."""
+    return _CUE_ELEMENT.search("".join(parts[::4])) is not None
+
+
+def _without_words(text: str) -> str | None:
+    """An srv3 document without its word elements, or ``None`` when removing them could change
+    what it says (an XML reference cut by a tag, which is no XML).
+
+    25,000 words are 50,000 tags: removed from the whole document before the cues are found,
+    in two regex passes (word boundaries, then the rest), the cue regex then scans bodies with
+    no "<" in them. Text outside every ``<p>`` stays outside (only tags go), and the regexes
+    never remove a tag right after a "<", so no element or reference is made that was not there.
+    """
+    if "&" in text and _CUT_REFERENCE.search(text):
+        return None
+    if "<s" not in text:
+        return text
+    return _SRV3_WORD.sub("", _SRV3_BOUNDARY.sub("", text))
 
 
 def _segments_in_ms(
