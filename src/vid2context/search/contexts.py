@@ -13,14 +13,19 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 
 from ..models import VideoContext
 from ..storage.base import Storage, Versioned
 
-__all__ = ["MAX_CONTEXTS", "ContextCache"]
+__all__ = ["MAX_CARDS", "MAX_CONTEXTS", "ContextCache", "ReadMany"]
 
 MAX_CONTEXTS = 64
 """Videos kept (an hour of speech decodes to about 0.5 MB of objects)."""
+MAX_CARDS = 4096
+"""Cards kept (``storage.base.CitingReads``: a video's metadata, a few kB)."""
+
+ReadMany = Callable[[list[str]], Awaitable[list[VideoContext | None]]]
 
 
 class ContextCache:
@@ -29,16 +34,21 @@ class ContextCache:
         self._items: OrderedDict[str, VideoContext | None] = OrderedDict()
         self._version: int | None = None
 
-    async def get_many(self, storage: Storage, video_ids: list[str]) -> list[VideoContext | None]:
-        """Each video of ``video_ids`` as ``storage.get_context`` answers it (``None``: not saved)."""
+    async def get_many(
+        self, storage: Storage, video_ids: list[str], read_many: ReadMany | None = None
+    ) -> list[VideoContext | None]:
+        """Each video of ``video_ids`` as ``storage.get_context`` answers it (``None``: not saved),
+        or as ``read_many`` does, all missing at once (a cache holds one kind of answer only)."""
         version = storage.data_version() if isinstance(storage, Versioned) else None
         if version is None or version != self._version:
             self._items.clear()
             self._version = version
         missing = [video_id for video_id in dict.fromkeys(video_ids) if video_id not in self._items]
-        read = dict(
-            zip(missing, await asyncio.gather(*(storage.get_context(v) for v in missing)), strict=True)
-        )
+        if read_many is not None:
+            answers = await read_many(missing) if missing else []
+        else:
+            answers = await asyncio.gather(*(storage.get_context(v) for v in missing))
+        read = dict(zip(missing, answers, strict=True))
         out = [read[v] if v in read else self._items[v] for v in video_ids]
         if version is not None and storage.data_version() == version:  # nothing written meanwhile
             self._items.update(read)
