@@ -402,9 +402,9 @@ class SQLiteStorage:
                 for request, statement in zip(requests, statements, strict=True):
                     rows = keyword_pairs.answer(conn, request) if pairs else None
                     results.append(conn.execute(*statement).fetchall() if rows is None else rows)
-                return keyword.sql_answers(requests, results)
+                return keyword.sql_answers(requests, results, positional=True)
 
-            plan = keyword.plan(parsed, limit=limit, within=within is not None)
+            plan = keyword.plan(parsed, limit=limit, within=within is not None, stems_later=True)
             hits = keyword.drive(plan, answer)
             named = common.json_list(list(dict.fromkeys(hit.video_id for hit in hits)))
             titles = dict(conn.execute(keyword.SQL_TITLES, (named,)).fetchall()) if hits else {}
