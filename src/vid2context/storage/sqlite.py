@@ -45,7 +45,7 @@ from ..models import (
     VideoSummary,
 )
 from ..search.query import parse_query
-from . import common, keyword, keyword_pairs
+from . import common, keyword, keyword_ascending, keyword_pairs
 from .base import Blob, summarize
 from .common import check_blob_key, check_limit, decode_cursor, encode_cursor
 
@@ -401,6 +401,8 @@ class SQLiteStorage:
                 results = []
                 for request, statement in zip(requests, statements, strict=True):
                     rows = keyword_pairs.answer(conn, request) if pairs else None
+                    if rows is None and within is None:
+                        rows = keyword_ascending.answer(conn, request)
                     results.append(conn.execute(*statement).fetchall() if rows is None else rows)
                 return keyword.sql_answers(requests, results, positional=True)
 
