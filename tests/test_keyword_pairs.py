@@ -169,3 +169,34 @@ def test_an_existing_library_is_filled_in_chunks_and_searched_by_fts5_until_then
     _integrity(db)
     loop.run_until_complete(db.close())
     loop.close()
+
+
+def test_windows_of_several_phrases_read_forwards_answer_as_fts5_backwards(store) -> None:
+    """``keyword_ascending``: a window of ANDed phrases read forwards when it is small, backwards
+    when it holds more than ``keyword.WINDOW`` matches; the same hits either way."""
+    from vid2context.storage import keyword_ascending
+
+    loop, db = store
+    many = VideoContext(
+        id="youtube:kpmany",
+        metadata=VideoMetadata(id="youtube:kpmany", platform="youtube", title="Many"),
+        transcript=Transcript(
+            language="en",
+            origin="asr",
+            timing="segment-approx",
+            producer="test",
+            segments=[
+                Segment(start_sec=i, end_sec=i + 1, text=f"alpha beta {'gamma' if i % 3 else 'gammas'} {i}")
+                for i in range(keyword.WINDOW + 200)
+            ],
+        ),
+    )
+    loop.run_until_complete(db.put_context(many))
+    small = keyword.Window(False, (("kickstand",), ("bends",)), ())
+    big = keyword.Window(False, (("alpha",), ("beta",)), ())
+    rows = db.database._read(lambda conn: keyword_ascending.answer(conn, small))  # noqa: SLF001
+    assert rows and [r[0] for r in rows] == sorted((r[0] for r in rows), reverse=True)
+    assert db.database._read(lambda conn: keyword_ascending.answer(conn, big)) is None  # noqa: SLF001
+    for query in ("kickstand bends", "alpha beta", "alpha gammas", "alpha -gammas", '"the kickstand" bends'):
+        for limit in (3, 50):
+            assert loop.run_until_complete(db.search(query, limit=limit)) == _fts5_only(db, query, limit)

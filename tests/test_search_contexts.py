@@ -103,3 +103,58 @@ async def test_on_the_worker_search_cites_from_the_cache_until_a_write(runtimes:
         assert await other.delete_context("youtube:w2")
         assert await cited() == ["a kickstand pushed elsewhere"]
         assert cache.misses == 6
+
+
+def test_sqlite_cites_from_cards_and_window_rows_as_from_whole_videos(tmp_path: Path) -> None:
+    """``CitingReads``: a card is the video's metadata with nothing else decoded, a window's rows
+    are its segments (``None`` once the transcript no longer reaches its end), and a hit cited
+    from them is the hit cited from the whole video."""
+    from vid2context.models import Chapter, SearchHit
+    from vid2context.search import engine
+    from vid2context.search.vectors import VectorHit
+    from vid2context.storage.base import CitingReads
+
+    async def run() -> None:
+        store = SQLiteStorage(tmp_path / "cards.db")
+        try:
+            assert isinstance(store, CitingReads) and not isinstance(MemoryStorage(), CitingReads)
+            context = _context("youtube:cards1", "zero")
+            segments = [
+                Segment(start_sec=i, end_sec=i + 1, text=f"part {i}" + " kickstand" * (i % 2))
+                for i in range(6)
+            ]
+            context.transcript.segments = segments  # type: ignore[union-attr]
+            context.metadata.chapters = [
+                Chapter(title="Intro", start_sec=0),
+                Chapter(title="Bend", start_sec=3),
+            ]
+            await store.put_context(context)
+            cards = await store.get_cards(["youtube:cards1", "youtube:none", "youtube:cards1"])
+            assert cards[1] is None and cards[0] is not None and cards[2] is not None
+            assert cards[0].metadata == context.metadata and cards[0].transcript is None
+            rows = await store.get_passages(
+                [("youtube:cards1", 1, 4), ("youtube:cards1", 4, 6), ("youtube:x", 0, 0)]
+            )
+            assert rows == [segments[1:5], None, None]
+            words = engine.check_request(engine.SearchRequest(query="kickstand bend")).words
+            window = VectorHit(
+                id="w",
+                video_id=context.id,
+                start_sec=1,
+                end_sec=5,
+                first_segment=1,
+                last_segment=4,
+                score=0.5,
+            )
+            found = SearchHit(video_id=context.id, start_sec=3, end_sec=4, text=segments[3].text, score=1.0)
+            for entry in (
+                engine._Entry(context.id, window=window, vector_rank=1),  # noqa: SLF001
+                engine._Entry(context.id, keyword=found, keyword_rank=1),  # noqa: SLF001
+            ):
+                cited = engine.cite_rows(cards[0], entry, words, rows[0] if entry.keyword is None else None)
+                assert cited is not None and cited == engine.cite(context, entry, words)
+            assert cited.chapter_title == "Bend" and cited.text == segments[3].text
+        finally:
+            await store.close()
+
+    asyncio.run(run())

@@ -34,7 +34,7 @@ from .providers.supadata import SupadataProvider
 from .providers.upload import UploadProvider
 from .providers.youtube import YouTubeProvider
 from .refusals import Where
-from .search.contexts import ContextCache
+from .search.contexts import MAX_CARDS, ContextCache
 from .search.embedders.base import Embedder, EmbedPlan
 from .search.embedders.rungs import hosted_embedders
 from .search.embedders.rungs import ordered as ordered_embedders
@@ -112,6 +112,8 @@ class Runtime:
     Worker); ``None`` when the process outlives its requests anyway."""
     contexts: ContextCache = field(default_factory=ContextCache)
     """Decoded videos search cites from, while nothing is written (``search/contexts.py``)."""
+    cards: ContextCache = field(default_factory=lambda: ContextCache(max_items=MAX_CARDS))
+    """The same for a storage with ``CitingReads``: videos' cards (metadata only)."""
     vectors: VectorIndex | None = None
     """The vector index (``search/vectors.py``): sqlite-vec locally, Vectorize on a Worker with a
     ``VECTORS`` binding, memory in ``build_runtime``; ``None`` where there is none (a Worker without

@@ -16,15 +16,20 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 
 from ..models import VideoContext
 from ..storage.base import Storage
 from ..storage.versions import VersionReader, version_reader
 
-__all__ = ["MAX_CONTEXTS", "ContextCache"]
+__all__ = ["MAX_CARDS", "MAX_CONTEXTS", "ContextCache", "ReadMany"]
 
 MAX_CONTEXTS = 64
 """Videos kept (an hour of speech decodes to about 0.5 MB of objects)."""
+MAX_CARDS = 4096
+"""Cards kept (``storage.base.CitingReads``: a video's metadata, a few kB)."""
+
+ReadMany = Callable[[list[str]], Awaitable[list[VideoContext | None]]]
 
 
 class ContextCache:
@@ -39,8 +44,11 @@ class ContextCache:
         self.misses = 0
         """Videos answered from the cache and read from the storage."""
 
-    async def get_many(self, storage: Storage, video_ids: list[str]) -> list[VideoContext | None]:
-        """Each video of ``video_ids`` as ``storage.get_context`` answers it (``None``: not saved)."""
+    async def get_many(
+        self, storage: Storage, video_ids: list[str], read_many: ReadMany | None = None
+    ) -> list[VideoContext | None]:
+        """Each video of ``video_ids`` as ``storage.get_context`` answers it (``None``: not saved),
+        or as ``read_many`` does, all missing at once (a cache holds one kind of answer only)."""
         if storage is not self._storage:
             self._storage, self._read, self._version = storage, version_reader(storage), None
         version = None if self._read is None else await self._read()
@@ -51,9 +59,11 @@ class ContextCache:
         # Taken before the reads: a search running meanwhile may retire or evict entries.
         held = {video_id: self._items[video_id] for video_id in wanted if video_id in self._items}
         missing = [video_id for video_id in wanted if video_id not in held]
-        read = dict(
-            zip(missing, await asyncio.gather(*(storage.get_context(v) for v in missing)), strict=True)
-        )
+        if read_many is not None:
+            answers = await read_many(missing) if missing else []
+        else:
+            answers = await asyncio.gather(*(storage.get_context(v) for v in missing))
+        read = dict(zip(missing, answers, strict=True))
         self.hits += len(held)
         self.misses += len(missing)
         read.update(held)

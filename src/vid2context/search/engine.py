@@ -49,10 +49,12 @@ from ..models import (
     SearchRanks,
     SearchResult,
     SearchResultHit,
+    Segment,
     VideoContext,
     VideoSummary,
 )
 from ..runtime import Runtime
+from ..storage.base import CitingReads
 from ..storage.common import ON_SCREEN_IDX, on_screen_passage
 from . import passages
 from .embedders.ladder import embed_texts
@@ -71,6 +73,7 @@ __all__ = [
     "SearchRequest",
     "check_request",
     "cite",
+    "cite_rows",
     "fuse",
     "parse_date",
     "search",
@@ -364,15 +367,19 @@ async def search(runtime: Runtime, request: SearchRequest, ctx: Ctx | None = Non
     wanted = max(request.limit, RERANK_TOP if request.rerank else 0)
     per_side = min(MAX_LIMIT, max(CANDIDATES, 2 * wanted))
 
-    async def keyword_side() -> list[SearchHit]:
+    # Keyword mode answers its first ``wanted`` hits: the store's best ``wanted`` are the first of
+    # its best ``per_side`` (each tier is ranked alone, exact before stemmed), and asking for
+    # fewer saves ranking and marking candidates and, often, the stemmed tier altogether.
+    keyword_limit = WITHIN_TIMES if within_time else wanted if mode == "keyword" else per_side
+
+    async def keyword_side(limit: int = keyword_limit) -> list[SearchHit]:
         if mode == "vector" or scope == []:
             return []
         started = time.perf_counter()
-        found = await runtime.storage.search(
-            request.query, video_ids=scope, limit=WITHIN_TIMES if within_time else per_side
-        )
+        found = await runtime.storage.search(request.query, video_ids=scope, limit=limit)
         meta.timings.keyword_ms = clock.ms(started)
-        meta.sides.append("keyword")
+        if "keyword" not in meta.sides:
+            meta.sides.append("keyword")
         return found
 
     # The two sides at once: the keyword side's read overlaps the query's embedding and vector scan.
@@ -388,6 +395,10 @@ async def search(runtime: Runtime, request: SearchRequest, ctx: Ctx | None = Non
     meta.sides.sort(key=("keyword", "vector").index)  # as they are named, whichever ended first
     entries = fuse(keyword, vector)
     hits = await _materialize(runtime, checked, entries, wanted)
+    if len(hits) < wanted and len(keyword) == keyword_limit < per_side:
+        # A hit could not be cited (its video deleted since): the next ones, as before.
+        keyword = await keyword_side(per_side)
+        hits = await _materialize(runtime, checked, fuse(keyword, vector), wanted)
     if request.rerank and hits:
         hits = await _rerank(runtime, checked, hits, meta, clock, ctx)
     meta.timings.total_ms = clock.ms()
@@ -459,25 +470,42 @@ async def vector_hits(
 async def _materialize(
     runtime: Runtime, checked: _Checked, entries: list[_Entry], wanted: int
 ) -> list[SearchResultHit]:
-    """The first ``wanted`` passages as cited hits, each video read once."""
+    """The first ``wanted`` passages as cited hits, each video read once (its card and its
+    vector windows' rows where the storage has ``CitingReads``, else the whole video)."""
     request = checked.request
     low = request.from_sec if request.from_sec is not None else -math.inf
     high = request.to_sec if request.to_sec is not None else math.inf
+    storage = runtime.storage
+    citing = isinstance(storage, CitingReads)
     contexts: dict[str, VideoContext | None] = {}
+    passages_of: dict[int, list[Segment] | None] = {}
     hits: list[SearchResultHit] = []
     for i, entry in enumerate(entries):
         if len(hits) >= wanted:
             break
+        upcoming = entries[i : i + wanted - len(hits)]
         if entry.video_id not in contexts:  # this video and those of the next hits, read at once
-            ahead = list(dict.fromkeys(e.video_id for e in entries[i : i + wanted - len(hits)]))
-            ahead = [video_id for video_id in ahead if video_id not in contexts]
-            found = await runtime.contexts.get_many(runtime.storage, ahead)
+            ahead = list(dict.fromkeys(e.video_id for e in upcoming if e.video_id not in contexts))
+            if citing:
+                found = await runtime.cards.get_many(storage, ahead, storage.get_cards)  # type: ignore[attr-defined]
+            else:
+                found = await runtime.contexts.get_many(storage, ahead)
             contexts.update(zip(ahead, found, strict=True))
+        if citing and entry.keyword is None and id(entry) not in passages_of:  # windows, likewise
+            windows = [e for e in upcoming if e.keyword is None and e.window and id(e) not in passages_of]
+            spans = [(e.video_id, e.window.first_segment, e.window.last_segment) for e in windows]  # type: ignore[union-attr]
+            passages_of.update(zip(map(id, windows), await storage.get_passages(spans), strict=True))  # type: ignore[attr-defined]
         context = contexts[entry.video_id]
-        readable = entry.keyword is not None or (entry.window is not None and is_on_screen(entry.window))
-        if context is None or (context.transcript is None and not readable):
-            continue  # deleted since it was found (an on-screen hit needs no transcript)
-        hit = cite(context, entry, checked.words)
+        if context is None:
+            continue  # deleted since it was found
+        if citing:
+            rows = passages_of.get(id(entry)) if entry.keyword is None else None
+            hit = cite_rows(context, entry, checked.words, rows)
+        else:
+            readable = entry.keyword is not None or (entry.window is not None and is_on_screen(entry.window))
+            if context.transcript is None and not readable:
+                continue  # an on-screen hit needs no transcript
+            hit = cite(context, entry, checked.words)
         if hit is None:
             continue
         end = hit.window_end_sec if hit.window_end_sec is not None else hit.end_sec
@@ -491,44 +519,63 @@ async def _materialize(
 def cite(context: VideoContext, entry: _Entry, words: passages.QueryWords) -> SearchResultHit | None:
     """``entry`` (a fused passage of ``context``) as a hit narrowed to one segment; ``None`` when
     its window no longer fits the transcript or holds an excluded word."""
+    return cite_rows(context, entry, words, _window_rows(context, entry))
+
+
+def _window_rows(context: VideoContext, entry: _Entry) -> list[Segment] | None:
+    """A vector hit's rows from the decoded video, as ``CitingReads.get_passages`` reads them."""
+    window = entry.window
+    if entry.keyword is not None or window is None:
+        return None
+    if is_on_screen(window):
+        found = _on_screen_text(context, window)
+        return None if found is None else [Segment(start_sec=found[0], end_sec=found[1], text=found[2])]
     segments = context.transcript.segments if context.transcript is not None else []
+    if window.last_segment >= len(segments):
+        return None  # the transcript changed under the vectors: skip until re-indexed
+    return segments[window.first_segment : window.last_segment + 1]
+
+
+def cite_rows(
+    card: VideoContext, entry: _Entry, words: passages.QueryWords, rows: list[Segment] | None
+) -> SearchResultHit | None:
+    """``cite`` from the video's card (its ``id`` and ``metadata``) and, for a vector hit, its
+    window's rows (``None``: they no longer fit the video, and the hit is skipped)."""
     window = entry.window
     spans: list[tuple[int, int]] | None = None
     stemmed = False
     if entry.keyword is not None:
         start, end, text = entry.keyword.start_sec, entry.keyword.end_sec, entry.keyword.text
         spans, stemmed = [tuple(s) for s in entry.keyword.highlights] or None, entry.keyword.stemmed  # type: ignore[misc]
+    elif rows is None:
+        return None
     elif window is not None and is_on_screen(window):
-        found = _on_screen_text(context, window)
-        if found is None or passages.excluded(found[2], words):
+        start, end, text = rows[0].start_sec, rows[0].end_sec, rows[0].text
+        if passages.excluded(text, words):
             return None
-        start, end, text = found
     else:
         assert window is not None
-        if window.last_segment >= len(segments):
-            return None  # the transcript changed under the vectors: skip until re-indexed
-        passage = " ".join(s.text for s in segments[window.first_segment : window.last_segment + 1])
-        if passages.excluded(passage, words):
+        if passages.excluded(" ".join(s.text for s in rows), words):
             return None
-        segment = segments[passages.best_segment(segments, window.first_segment, window.last_segment, words)]
+        segment = rows[passages.best_segment(rows, 0, len(rows) - 1, words)]
         start, end, text = segment.start_sec, segment.end_sec, segment.text
-    chapter_index, chapter_title = _chapter(context, start, window)
+    chapter_index, chapter_title = _chapter(card, start, window)
     sources: list[Literal["keyword", "vector"]] = []
     if entry.keyword is not None:
         sources.append("keyword")
     if window is not None:
         sources.append("vector")
     return SearchResultHit(
-        video_id=context.id,
+        video_id=card.id,
         start_sec=start,
         end_sec=end,
         text=text,
         score=entry.score,
-        title=context.metadata.title,
-        url=link_at(context, start),
+        title=card.metadata.title,
+        url=link_at(card, start),
         chapter_title=chapter_title,
         chapter_index=chapter_index,
-        channel=context.metadata.channel,
+        channel=card.metadata.channel,
         snippet=passages.snippet(text, words, spans),
         stemmed=stemmed,
         highlights=spans if spans is not None else passages.match_spans(text, words),

@@ -19,7 +19,7 @@ Portable and pure.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..models import Segment
 from .query import ParsedQuery, stems, token_spans, tokenize
@@ -59,6 +59,9 @@ class QueryWords:
     long: tuple[str, ...]
     """Words of four letters or more, for containment."""
     excluded: tuple[tuple[str, ...], ...]
+    scores: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    """Each token's score once worked out (``_word_score``): a query scores the same few hundred
+    words over and over, across every segment of every window it narrows."""
 
 
 def query_words(parsed: ParsedQuery) -> QueryWords:
@@ -73,6 +76,15 @@ def query_words(parsed: ParsedQuery) -> QueryWords:
 
 
 def _word_score(token: str, query: QueryWords) -> int:
+    score = query.scores.get(token)
+    if score is None:
+        if len(query.scores) > 100_000:  # a query over every word of a huge library: stay bounded
+            query.scores.clear()
+        score = query.scores[token] = _score_of(token, query)
+    return score
+
+
+def _score_of(token: str, query: QueryWords) -> int:
     if token in query.words:
         return 3
     if _stem(token) in query.stems:
@@ -83,7 +95,12 @@ def _word_score(token: str, query: QueryWords) -> int:
 
 
 def score_text(text: str, query: QueryWords) -> int:
-    return sum(_word_score(token, query) for token in tokenize(text))
+    scores = query.scores
+    total = 0
+    for token in tokenize(text):
+        score = scores.get(token)
+        total += _word_score(token, query) if score is None else score
+    return total
 
 
 def excluded(text: str, query: QueryWords) -> bool:

@@ -20,10 +20,19 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
-from ..models import Collection, CollectionItem, Page, SearchHit, VideoContext, VideoSummary
+from ..models import Collection, CollectionItem, Page, SearchHit, Segment, VideoContext, VideoSummary
 from ..tokens import estimate_tokens
 
-__all__ = ["Blob", "BlobStore", "KvStore", "LibraryVersioned", "Storage", "Versioned", "summarize"]
+__all__ = [
+    "Blob",
+    "BlobStore",
+    "CitingReads",
+    "KvStore",
+    "LibraryVersioned",
+    "Storage",
+    "Versioned",
+    "summarize",
+]
 
 
 @runtime_checkable
@@ -135,6 +144,28 @@ class Versioned(Protocol):
         saved video was committed, by this process or another; ``None`` when it cannot be told
         now without waiting (then nothing may be served from a cache). Synchronous and cheap:
         it runs on the event loop."""
+        ...
+
+
+@runtime_checkable
+class CitingReads(Protocol):
+    """A storage that can hand search what citing a hit needs without decoding whole videos.
+
+    Citing reads a video's title, channel, link and chapters, and for a vector hit the segments of
+    its window; a whole saved video is an hour of speech to decode for that (search cites ten).
+    The SQLite store offers it; the others are cited from ``get_context`` as before.
+    """
+
+    async def get_cards(self, video_ids: list[str]) -> list[VideoContext | None]:
+        """Each video of ``video_ids`` as a *card*: its ``id`` and ``metadata``, with no transcript,
+        comments or on-screen layer; ``None`` when it is not saved."""
+        ...
+
+    async def get_passages(self, spans: list[tuple[str, int, int]]) -> list[list[Segment] | None]:
+        """For each ``(video_id, first, last)``, the searchable rows ``first`` to ``last`` of that
+        video as ``keyword`` finds them (transcript segments by index, on-screen stretches from
+        ``common.ON_SCREEN_IDX``), in order; ``None`` when its row ``last`` is not saved (the
+        transcript is shorter than the span, or the video is gone)."""
         ...
 
 

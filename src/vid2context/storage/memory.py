@@ -168,7 +168,7 @@ class MemoryStorage:
         within = None if video_ids is None else set(video_ids)
         if within is not None and not within:
             return []
-        plan = keyword.plan(parsed, limit=limit, within=within is not None)
+        plan = keyword.plan(parsed, limit=limit, within=within is not None, stems_later=True)
         return keyword.drive(plan, lambda requests: [self._answer(r, within) for r in requests])
 
     def _answer(self, request: keyword.Request, within: set[str] | None) -> object:

@@ -34,9 +34,18 @@ from typing import Any, NamedTuple, TypeVar
 import msgspec
 
 from ..errors import ErrorCode, VidError
-from ..models import Collection, CollectionItem, Page, SearchHit, VideoContext, VideoSummary
+from ..models import (
+    Collection,
+    CollectionItem,
+    Page,
+    SearchHit,
+    Segment,
+    VideoContext,
+    VideoMetadata,
+    VideoSummary,
+)
 from ..search.query import parse_query
-from . import common, keyword, keyword_pairs
+from . import common, keyword, keyword_ascending, keyword_pairs
 from .base import Blob, summarize
 from .common import check_blob_key, check_limit, decode_cursor, encode_cursor
 
@@ -58,6 +67,23 @@ T = TypeVar("T")
 
 _encode = msgspec.json.Encoder().encode
 _decode_context = msgspec.json.Decoder(VideoContext).decode
+
+
+class _Card(msgspec.Struct, rename="camel"):
+    id: str
+    metadata: VideoMetadata
+
+
+_decode_card = msgspec.json.Decoder(_Card).decode
+_SQL_CARDS = "SELECT id, context FROM videos WHERE id IN (SELECT value FROM json_each(?))"
+_SQL_PASSAGE = "SELECT idx, start_sec, end_sec, text FROM segments WHERE video_id = ? AND idx BETWEEN ? AND ? ORDER BY idx"
+
+
+def _card(text: str) -> VideoContext:
+    card = _decode_card(text)
+    return VideoContext(id=card.id, metadata=card.metadata)
+
+
 _FIRST_PAGE = 2**63 - 1
 
 
@@ -276,6 +302,33 @@ class SQLiteStorage:
 
         return await self.database.read(work)
 
+    async def get_cards(self, video_ids: list[str]) -> list[VideoContext | None]:
+        """``CitingReads``: one read for all of them; the JSON's ``id`` and ``metadata`` come first,
+        and the rest is skipped, not decoded (a quarter of the work of a whole video)."""
+        wanted = list(dict.fromkeys(video_ids))
+
+        def work(conn: sqlite3.Connection) -> dict[str, VideoContext]:
+            rows = conn.execute(_SQL_CARDS, (common.json_list(wanted),)).fetchall()
+            return {row[0]: _card(row[1]) for row in rows}
+
+        found = await self.database.read(work) if wanted else {}
+        return [found.get(video_id) for video_id in video_ids]
+
+    async def get_passages(self, spans: list[tuple[str, int, int]]) -> list[list[Segment] | None]:
+        """``CitingReads``: every span in one read (an index range of ``segments`` each)."""
+
+        def work(conn: sqlite3.Connection) -> list[list[Segment] | None]:
+            out: list[list[Segment] | None] = []
+            for video_id, first, last in spans:
+                rows = conn.execute(_SQL_PASSAGE, (video_id, first, last)).fetchall()
+                if not rows or rows[-1][0] != last:
+                    out.append(None)
+                    continue
+                out.append([Segment(start_sec=r[1], end_sec=r[2], text=r[3]) for r in rows])
+            return out
+
+        return await self.database.read(work) if spans else []
+
     async def put_context(self, context: VideoContext) -> None:
         def work(conn: sqlite3.Connection) -> None:
             summary = summarize(context)
@@ -348,10 +401,12 @@ class SQLiteStorage:
                 results = []
                 for request, statement in zip(requests, statements, strict=True):
                     rows = keyword_pairs.answer(conn, request) if pairs else None
+                    if rows is None and within is None:
+                        rows = keyword_ascending.answer(conn, request)
                     results.append(conn.execute(*statement).fetchall() if rows is None else rows)
-                return keyword.sql_answers(requests, results)
+                return keyword.sql_answers(requests, results, positional=True)
 
-            plan = keyword.plan(parsed, limit=limit, within=within is not None)
+            plan = keyword.plan(parsed, limit=limit, within=within is not None, stems_later=True)
             hits = keyword.drive(plan, answer)
             named = common.json_list(list(dict.fromkeys(hit.video_id for hit in hits)))
             titles = dict(conn.execute(keyword.SQL_TITLES, (named,)).fetchall()) if hits else {}

@@ -248,6 +248,7 @@ class SQLiteVectorIndex:
         self._copies: dict[str, sqlite_vec_bits.BitCopy] = {}
         self._loading: dict[str, asyncio.Task[None]] = {}
         self._stale: set[str] = set()  # spaces a query found without a current copy
+        self._spaces: tuple[int, list[SpaceCount]] | None = None  # (data_version, answer)
 
     # --- writes ---------------------------------------------------------------------------------
 
@@ -528,13 +529,22 @@ class SQLiteVectorIndex:
         return await self.database.read(work)
 
     async def spaces(self) -> list[SpaceCount]:
+        """Kept while nothing is written to the file (``SQLiteDatabase.data_version``): every
+        search asks, and counting the ledger of 10,000 videos takes about 1.2 ms."""
+        version = self.database.data_version()
+        if version is not None and self._spaces is not None and self._spaces[0] == version:
+            return list(self._spaces[1])
+
         def work(conn: sqlite3.Connection) -> list[SpaceCount]:
             rows = conn.execute(vector_rows.SQL_SPACES).fetchall()
             return [
                 SpaceCount(vector_rows.space_from_row(r), int(r["videos"]), int(r["windows"])) for r in rows
             ]
 
-        return await self.database.read(work)
+        found = await self.database.read(work)
+        if version is not None and self.database.data_version() == version:  # nothing written meanwhile
+            self._spaces = (version, found)
+        return list(found)
 
     async def indexed(self, space: EmbeddingSpace, video_ids: Sequence[str]) -> set[str]:
         ids = vector_rows.json_ids(list(dict.fromkeys(video_ids)))
