@@ -17,6 +17,7 @@ from .accounts import ACCOUNT_ROUTES
 from .answers import ANSWER_ROUTES
 from .ask import ASK_ROUTES
 from .bots import BOT_ROUTES
+from .cached_reads import CachedReads
 from .caption_languages import caption_languages_route
 from .catalog import formats, models
 from .chapters import CHAPTER_ROUTES
@@ -105,7 +106,7 @@ def _approver(hosted: Any) -> Any:
     return GitHubApprover(hosted)
 
 
-def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
+def create_app(runtime: Runtime, *, owns_runtime: bool = True, front: bool = True) -> Litestar:
     """The ASGI app for ``runtime``.
 
     ``owns_runtime``: whether the app's lifespan is the runtime's life. True for a server process:
@@ -118,7 +119,10 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
 
     The runtime travels in ``app.state`` so handlers reach it without globals. The middleware
     (``api/middleware``) wraps Litestar's whole handler, so it sees unknown routes too; a
-    malformed ``VID2CONTEXT_API_KEYS`` fails here.
+    malformed ``VID2CONTEXT_API_KEYS`` fails here. Inside it, in front of Litestar, rendered
+    transcripts are answered without routing (``cached_reads.py``) where the storage's version is
+    read without waiting; ``front=False`` leaves every request to Litestar (the tests and
+    ``bench_cached`` compare the two paths).
     """
     hosted = None
     if runtime.settings.hosted:
@@ -205,5 +209,8 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
         openapi_config=openapi_config(runtime.settings),
         logging_config=None,  # the process owns logging; access lines come from api/middleware
     )
-    app.asgi_handler = wrap(app.asgi_handler, middleware)
+    handler = app.asgi_handler
+    if front and rendered is not None and rendered.version_now is not None:
+        handler = CachedReads(handler, cache=rendered, runtime=runtime)
+    app.asgi_handler = wrap(handler, middleware)
     return app

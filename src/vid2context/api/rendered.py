@@ -28,7 +28,7 @@ version does not cover).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
 from litestar import Response
@@ -127,15 +127,28 @@ class RenderedCache:
             return self._now()
         return await self._storage.library_version()  # type: ignore[union-attr]
 
+    @property
+    def version_now(self) -> Callable[[], int | None] | None:
+        """The storage's version read without waiting (SQLite's), or ``None`` where reading it
+        is a query away (the Worker's D1)."""
+        return self._now
+
     def get(self, key: Hashable, version: int | None) -> Rendered | None:
         """The entry for ``key`` if it was read at ``version`` (``version()`` just now)."""
+        found = self.peek(key, version)
+        if found is None and version is not None:
+            self.misses += 1
+        return found
+
+    def peek(self, key: Hashable, version: int | None) -> Rendered | None:
+        """``get`` that does not count a miss: for a front that hands its misses on to the
+        handler, which asks ``get`` again (``cached_reads.py``)."""
         if version is None:
             return None
         if version != self._at:
             self._retire(version)
         found = self._entries.pop(key, None)
         if found is None:
-            self.misses += 1
             return None
         self._entries[key] = found
         self.hits += 1
