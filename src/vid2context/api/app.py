@@ -204,6 +204,7 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True, front: bool = Tru
                 "hosted": hosted,
                 "oauth": oauth.server if oauth else None,
                 "rendered": rendered,  # rendered.py; None where the storage has no version
+                "cached_reads": None,  # cached_reads.py's front, when there is one
             }
         ),
         openapi_config=openapi_config(runtime.settings),
@@ -211,6 +212,6 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True, front: bool = Tru
     )
     handler = app.asgi_handler
     if front and rendered is not None and rendered.version_now is not None:
-        handler = CachedReads(handler, cache=rendered, runtime=runtime)
+        handler = app.state.cached_reads = CachedReads(handler, cache=rendered, runtime=runtime)
     app.asgi_handler = wrap(handler, middleware)
     return app
