@@ -8,8 +8,8 @@ limit too high to refuse any request (its layer still runs) and the access log o
 would go to a pipe nobody reads); the bare side is one Litestar route answering the same SRT
 bytes under granian with as many workers. The video is read once first (YouTube answered by the
 tests' replay server). The sides alternate ``BENCH_WRK_ROUNDS`` times for ``BENCH_WRK_SECONDS``
-each (with ``BENCH_WRK_BASE``, the ``src`` folder of another checkout, a third side: that
-code's ``serve`` on a library of its own, for a before/after in one run); figures are wrk's own (requests/s, latency percentiles), with the load average before
+each (with ``BENCH_WRK_BASE`` set to a git revision, a third side: that revision's ``serve``,
+from ``git archive``, on a library of its own, for a before/after in one run); figures are wrk's own (requests/s, latency percentiles), with the load average before
 and after. Reported: each run, each side's medians, the ratio of the median requests/s and the
 ratio within each round (the machine is shared, so a round's two sides met the same load), and
 the resident memory of ours (its workers together) after the warm-up and after the last run,
@@ -18,12 +18,14 @@ which served tens of thousands of requests more (flat is the aim).
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -105,6 +107,22 @@ app = Litestar([bare], logging_config=None, openapi_config=None)
 """
 
 
+def _base_src(base: str, into: Path) -> str:
+    """``base``'s ``src`` folder: a folder given as it is, else a git revision whose ``src`` and
+    ``migrations`` are archived into ``into``."""
+    if Path(base, "vid2context").is_dir():
+        return base
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", base, "src", "migrations"],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return str(into / "src")
+
+
 def _serve(env: dict[str, str], port: int, workers: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "vid2context", "serve", "--port", str(port), "--workers", str(workers)],
@@ -120,7 +138,7 @@ def run() -> dict[str, object]:
     workers = int(os.environ.get("BENCH_WRK_WORKERS", "2"))
     rounds = int(os.environ.get("BENCH_WRK_ROUNDS", "2"))
     seconds = int(os.environ.get("BENCH_WRK_SECONDS", "10"))
-    base_src = os.environ.get("BENCH_WRK_BASE")  # another checkout's src/: a third side
+    base = os.environ.get("BENCH_WRK_BASE")  # a git revision (or a checkout's src/): a third side
     load_before = os.getloadavg()
     processes: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory() as home, ReplayServer() as replay:
@@ -134,6 +152,7 @@ def run() -> dict[str, object]:
             _wait(f"http://127.0.0.1:{port}/api/v1/health", ours)
             first = httpx.get(urls["ours"], timeout=120)
             first.raise_for_status()
+            base_src = _base_src(base, Path(home, "code")) if base else None
             if base_src:
                 base_home = Path(home, "base")
                 base_env = server_env(str(base_home), replay.origin, VID2CONTEXT_RATE_LIMIT="100000000")
@@ -188,10 +207,10 @@ def run() -> dict[str, object]:
         "ours_rss_kib": {"after_warm_up": rss_warm, "after_last_run": rss_end},
         **(
             {
-                "base": base_src,
+                "base": base,
                 "ratio_base": round(medians["base"]["requests_per_s"] / medians["bare"]["requests_per_s"], 3),
             }
-            if base_src
+            if base
             else {}
         ),
     }
