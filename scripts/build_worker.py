@@ -43,6 +43,7 @@ LOCAL_ONLY = frozenset(
         "storage/sqlite_vec",
         "storage/sqlite_vec_bits",
         "storage/keyword_pairs",
+        "storage/wal_header",
         "exports/obsidian",
         "live/ffmpeg_live",
         "live/pages",
