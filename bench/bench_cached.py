@@ -4,7 +4,9 @@ Both apps are called in-process through httpx's ASGI transport, so the figures a
 own work per request (no sockets, no granian): ours is ``create_app`` over the local runtime with
 the settings ``vid2context serve`` starts with, but for a rate limit too high to refuse any
 of these requests (so the limiter's layer still runs for every one) and the access log's lines
-sent to /dev/null, the bare route a one-handler Litestar app answering the same SRT bytes. The video is
+sent to /dev/null, the bare route a one-handler Litestar app answering the same SRT bytes;
+``without_front`` is ours with ``front=False`` (every read through Litestar's router and
+handler rather than ``api/cached_reads.py``), and ``front_answered`` counts the front's answers. The video is
 read once first (YouTube answered by the tests' replay server), so every timed request is a
 stored read. The sides alternate in ``BENCH_CACHED_ROUNDS`` rounds of ``BENCH_CACHED_REQUESTS``
 requests each; the ratio (bare time over ours, 1 = the framework's own speed) is of the medians.
@@ -113,8 +115,17 @@ async def _measure(rounds: int, count: int) -> dict[str, object]:
     from vid2context.runtime import build_local_runtime
 
     app = create_app(build_local_runtime())
+    # The same app without the front (api/cached_reads.py): every read through Litestar's
+    # router and handler, on a runtime of its own over the same library file.
+    litestar_app = create_app(build_local_runtime(), front=False)
     ours_transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 5000))
-    async with app.lifespan(), httpx.AsyncClient(transport=ours_transport, base_url="http://bench") as ours:
+    litestar_transport = httpx.ASGITransport(app=litestar_app, client=("127.0.0.1", 5000))
+    async with (
+        app.lifespan(),
+        litestar_app.lifespan(),
+        httpx.AsyncClient(transport=ours_transport, base_url="http://bench") as ours,
+        httpx.AsyncClient(transport=litestar_transport, base_url="http://bench") as through_litestar,
+    ):
         first = await ours.get("/api/v1/transcript", params=PARAMS, timeout=60)
         first.raise_for_status()
         bare_app = _bare_app(first.content, first.headers["content-type"])
@@ -124,15 +135,20 @@ async def _measure(rounds: int, count: int) -> dict[str, object]:
             async def call_bare() -> None:
                 (await bare.get("/bare")).raise_for_status()
 
-            sides = {"ours": _reader(ours), "bare": call_bare}
+            sides = {"ours": _reader(ours), "without_front": _reader(through_litestar), "bare": call_bare}
             figures = await _alternate(sides, rounds, count, min(count, 200))
+        answered = app.state.cached_reads.answered
         memory = await _memory(ours, int(os.environ.get("BENCH_CACHED_MEMORY_REQUESTS", "50000")))
     return {
         "memory": memory,
         "body_bytes": len(first.content),
+        "front_answered": answered,
         **figures,
         "ratio_p50": round(figures["bare"]["p50_us"] / figures["ours"]["p50_us"], 3),
         "ratio_cpu": round(figures["bare"]["cpu_median_us"] / figures["ours"]["cpu_median_us"], 3),
+        "ratio_cpu_without_front": round(
+            figures["bare"]["cpu_median_us"] / figures["without_front"]["cpu_median_us"], 3
+        ),
     }
 
 

@@ -8,16 +8,24 @@ limit too high to refuse any request (its layer still runs) and the access log o
 would go to a pipe nobody reads); the bare side is one Litestar route answering the same SRT
 bytes under granian with as many workers. The video is read once first (YouTube answered by the
 tests' replay server). The sides alternate ``BENCH_WRK_ROUNDS`` times for ``BENCH_WRK_SECONDS``
-each; figures are wrk's own (requests/s, latency percentiles), with the load average before.
+each (with ``BENCH_WRK_BASE`` set to a git revision, a third side: that revision's ``serve``,
+from ``git archive``, on a library of its own, for a before/after in one run); figures are wrk's own (requests/s, latency percentiles), with the load average before
+and after. Reported: each run, each side's medians, the ratio of the median requests/s and the
+ratio within each round (the machine is shared, so a round's two sides met the same load), and
+the resident memory of ours (its workers together) after the warm-up and after the last run,
+which served tens of thousands of requests more (flat is the aim).
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -69,6 +77,23 @@ def _wrk(url: str, seconds: int) -> dict[str, float]:
     return figures
 
 
+def _rss_kib(pid: int) -> int:
+    """Resident KiB of ``pid``'s children (granian's workers; the process itself when it has none)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    pids = children.read_text().split() if children.exists() else []
+    total = 0
+    for one in pids or [str(pid)]:
+        status = Path(f"/proc/{one}/status")
+        if status.exists():
+            found = re.search(r"VmRSS:\s+(\d+)", status.read_text())
+            total += int(found.group(1)) if found else 0
+    return total
+
+
+def _medians(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {name: round(statistics.median(run[name] for run in runs), 3) for name in runs[0]}
+
+
 BARE = """
 import os
 from litestar import Litestar, get
@@ -82,60 +107,87 @@ app = Litestar([bare], logging_config=None, openapi_config=None)
 """
 
 
+def _base_src(base: str, into: Path) -> str:
+    """``base``'s ``src`` folder: a folder given as it is, else a git revision whose ``src`` and
+    ``migrations`` are archived into ``into``."""
+    if Path(base, "vid2context").is_dir():
+        return base
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", base, "src", "migrations"],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return str(into / "src")
+
+
+def _serve(env: dict[str, str], port: int, workers: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "vid2context", "serve", "--port", str(port), "--workers", str(workers)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 def run() -> dict[str, object]:
     if shutil.which("wrk") is None:
         return {"skipped": "wrk is not installed (Debian: apt-get install wrk)"}
     workers = int(os.environ.get("BENCH_WRK_WORKERS", "2"))
     rounds = int(os.environ.get("BENCH_WRK_ROUNDS", "2"))
     seconds = int(os.environ.get("BENCH_WRK_SECONDS", "10"))
+    base = os.environ.get("BENCH_WRK_BASE")  # a git revision (or a checkout's src/): a third side
     load_before = os.getloadavg()
+    processes: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory() as home, ReplayServer() as replay:
         env = server_env(home, replay.origin, VID2CONTEXT_RATE_LIMIT="100000000")
-        ours_port, bare_port = _free_port(), _free_port()
-        ours = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "vid2context",
-                "serve",
-                "--port",
-                str(ours_port),
-                "--workers",
-                str(workers),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        bare: subprocess.Popen[bytes] | None = None
+        urls: dict[str, str] = {}
         try:
-            ours_url = f"http://127.0.0.1:{ours_port}{PATH}"
-            _wait(f"http://127.0.0.1:{ours_port}/api/v1/health", ours)
-            first = httpx.get(ours_url, timeout=120)
+            port = _free_port()
+            ours = _serve(env, port, workers)
+            processes.append(ours)
+            urls["ours"] = f"http://127.0.0.1:{port}{PATH}"
+            _wait(f"http://127.0.0.1:{port}/api/v1/health", ours)
+            first = httpx.get(urls["ours"], timeout=120)
             first.raise_for_status()
+            base_src = _base_src(base, Path(home, "code")) if base else None
+            if base_src:
+                base_home = Path(home, "base")
+                base_env = server_env(str(base_home), replay.origin, VID2CONTEXT_RATE_LIMIT="100000000")
+                base_env["PYTHONPATH"] = base_src
+                port = _free_port()
+                processes.append(_serve(base_env, port, workers))
+                urls["base"] = f"http://127.0.0.1:{port}{PATH}"
+                _wait(f"http://127.0.0.1:{port}/api/v1/health", processes[-1])
+                if httpx.get(urls["base"], timeout=120).content != first.content:
+                    raise RuntimeError("the base answers other bytes")
             Path(home, "bare_app.py").write_text(BARE, encoding="utf-8")
             bare_env = {**env, "BARE_BODY": first.content.hex(), "BARE_TYPE": first.headers["content-type"]}
-            bare = subprocess.Popen(
+            port = _free_port()
+            processes.append(subprocess.Popen(
                 [sys.executable, "-m", "granian", "--interface", "asgi", "--workers", str(workers),
-                 "--port", str(bare_port), "--no-access-log", "--working-dir", home, "bare_app:app"],
+                 "--port", str(port), "--no-access-log", "--working-dir", home, "bare_app:app"],
                 env=bare_env,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-            bare_url = f"http://127.0.0.1:{bare_port}{PATH}"
-            _wait(bare_url, bare)
-            results: dict[str, list[dict[str, float]]] = {"ours": [], "bare": []}
-            for url in (ours_url, bare_url):
-                _wrk(url, 2)  # warm-up
+            ))  # fmt: skip
+            urls["bare"] = f"http://127.0.0.1:{port}{PATH}"
+            _wait(urls["bare"], processes[-1])
+            results: dict[str, list[dict[str, float]]] = {side: [] for side in urls}
+            for url in urls.values():
+                _wrk(url, 2)  # warm-up (and the kept entry made)
+            rss_warm = _rss_kib(ours.pid)
             for _ in range(rounds):
-                results["ours"].append(_wrk(ours_url, seconds))
-                results["bare"].append(_wrk(bare_url, seconds))
+                for side, url in urls.items():
+                    results[side].append(_wrk(url, seconds))
+            rss_end = _rss_kib(ours.pid)
         finally:
-            for process in (ours, bare):
-                if process is not None:
-                    process.terminate()
-                    process.wait(timeout=60)
-    best = {side: max(runs, key=lambda r: r["requests_per_s"]) for side, runs in results.items()}
+            for process in processes:
+                process.terminate()
+                process.wait(timeout=60)
+    medians = {side: _medians(runs) for side, runs in results.items()}
     return {
         "route": "GET /api/v1/transcript?format=srt (stored video), wrk -t2 -c64, against a bare granian route",
         "workers": workers,
@@ -144,5 +196,21 @@ def run() -> dict[str, object]:
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "body_bytes": len(first.content),
         "runs": results,
-        "ratio_requests_per_s": round(best["ours"]["requests_per_s"] / best["bare"]["requests_per_s"], 3),
+        "medians": medians,
+        "ratio_requests_per_s": round(
+            medians["ours"]["requests_per_s"] / medians["bare"]["requests_per_s"], 3
+        ),
+        "ratio_each_round": [
+            round(ours["requests_per_s"] / bare["requests_per_s"], 3)
+            for ours, bare in zip(results["ours"], results["bare"], strict=True)
+        ],
+        "ours_rss_kib": {"after_warm_up": rss_warm, "after_last_run": rss_end},
+        **(
+            {
+                "base": base,
+                "ratio_base": round(medians["base"]["requests_per_s"] / medians["bare"]["requests_per_s"], 3),
+            }
+            if base
+            else {}
+        ),
     }

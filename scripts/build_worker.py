@@ -44,6 +44,7 @@ LOCAL_ONLY = frozenset(
         "storage/sqlite_vec_bits",
         "storage/keyword_pairs",
         "storage/keyword_ascending",
+        "storage/wal_header",
         "exports/obsidian",
         "live/ffmpeg_live",
         "live/pages",

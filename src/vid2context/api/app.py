@@ -12,11 +12,12 @@ from litestar.datastructures import State
 
 from ..held import Held
 from ..runtime import Runtime
-from ..storage.versions import version_reader
+from ..storage.versions import version_now, version_reader
 from .accounts import ACCOUNT_ROUTES
 from .answers import ANSWER_ROUTES
 from .ask import ASK_ROUTES
 from .bots import BOT_ROUTES
+from .cached_reads import CachedReads
 from .caption_languages import caption_languages_route
 from .catalog import formats, models
 from .chapters import CHAPTER_ROUTES
@@ -105,7 +106,7 @@ def _approver(hosted: Any) -> Any:
     return GitHubApprover(hosted)
 
 
-def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
+def create_app(runtime: Runtime, *, owns_runtime: bool = True, front: bool = True) -> Litestar:
     """The ASGI app for ``runtime``.
 
     ``owns_runtime``: whether the app's lifespan is the runtime's life. True for a server process:
@@ -118,7 +119,10 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
 
     The runtime travels in ``app.state`` so handlers reach it without globals. The middleware
     (``api/middleware``) wraps Litestar's whole handler, so it sees unknown routes too; a
-    malformed ``VID2CONTEXT_API_KEYS`` fails here.
+    malformed ``VID2CONTEXT_API_KEYS`` fails here. Inside it, in front of Litestar, rendered
+    transcripts are answered without routing (``cached_reads.py``) where the storage's version is
+    read without waiting; ``front=False`` leaves every request to Litestar (the tests and
+    ``bench_cached`` compare the two paths).
     """
     hosted = None
     if runtime.settings.hosted:
@@ -137,7 +141,11 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
     if runtime.name == "worker":
         cache_bytes = min(cache_bytes, WORKER_MAX_BYTES)
     version = version_reader(runtime.storage)
-    rendered = RenderedCache(version, max_bytes=cache_bytes) if cache_bytes and version else None
+    rendered = (
+        RenderedCache(version, max_bytes=cache_bytes, version_now=version_now(runtime.storage))
+        if cache_bytes and version
+        else None
+    )
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
@@ -197,10 +205,14 @@ def create_app(runtime: Runtime, *, owns_runtime: bool = True) -> Litestar:
                 "hosted": hosted,
                 "oauth": oauth.server if oauth else None,
                 "rendered": rendered,  # rendered.py; None where the storage has no version
+                "cached_reads": None,  # cached_reads.py's front, when there is one
             }
         ),
         openapi_config=openapi_config(runtime.settings),
         logging_config=None,  # the process owns logging; access lines come from api/middleware
     )
-    app.asgi_handler = wrap(app.asgi_handler, middleware)
+    handler = app.asgi_handler
+    if front and rendered is not None and rendered.version_now is not None:
+        handler = app.state.cached_reads = CachedReads(handler, cache=rendered, runtime=runtime)
+    app.asgi_handler = wrap(handler, middleware)
     return app

@@ -29,7 +29,7 @@ version does not cover).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
 from litestar import Response
@@ -37,7 +37,7 @@ from litestar.datastructures import ResponseHeader
 from litestar.openapi import ResponseSpec
 from litestar.types import Receive, Scope, Send
 
-from ..storage.versions import VersionReader
+from ..storage.versions import VersionNow, VersionReader
 from .middleware._asgi import header
 
 __all__ = [
@@ -107,10 +107,16 @@ class _Ready(Response[bytes]):
 class RenderedCache:
     """Rendered answers by key, for one storage version at a time, at most ``max_bytes``."""
 
-    def __init__(self, version: VersionReader, *, max_bytes: int) -> None:
+    def __init__(
+        self, version: VersionReader, *, max_bytes: int, version_now: VersionNow | None = None
+    ) -> None:
         self.version = version
         """The library's version now (``storage.versions.version_reader``, chosen once): read it
         before reading what an entry is made from."""
+        self.version_now = version_now
+        """The same version read without waiting (``storage.versions.version_now``: SQLite's), or
+        ``None`` where reading it is a query away (the Worker's D1): the front of cached reads
+        (``cached_reads.py``) runs only where it is not ``None``."""
         self.max_bytes = max_bytes
         self.max_entry = max_bytes // 8
         """A larger answer is not kept: one long transcript must not flush all the others."""
@@ -123,13 +129,20 @@ class RenderedCache:
 
     def get(self, key: Hashable, version: int | None) -> Rendered | None:
         """The entry for ``key`` if it was read at ``version`` (``version()`` just now)."""
+        found = self.peek(key, version)
+        if found is None and version is not None:
+            self.misses += 1
+        return found
+
+    def peek(self, key: Hashable, version: int | None) -> Rendered | None:
+        """``get`` that does not count a miss: for a front that hands its misses on to the
+        handler, which asks ``get`` again (``cached_reads.py``)."""
         if version is None:
             return None
         if version != self._at:
             self._retire(version)
         found = self._entries.pop(key, None)
         if found is None:
-            self.misses += 1
             return None
         self._entries[key] = found
         self.hits += 1

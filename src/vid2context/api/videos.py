@@ -22,10 +22,9 @@ from litestar.datastructures import ResponseHeader
 from litestar.params import QueryParameter
 
 from ..answers.translate import translate_context
-from ..errors import ErrorCode, VidError
-from ..formats import FORMATTERS, RenderOptions, render_view
+from ..formats import FORMATTERS, render_view
 from ..includes import parse_include
-from ..integrations.skips import find_skips, parse_skip, video_id_of, without_skips
+from ..integrations.skips import find_skips, without_skips
 from ..integrations.sponsorblock import ATTRIBUTION
 from ..models import Base, Comment, VideoContext, VideoMetadata, VideoRef
 from ..pipeline import get_comments, get_context, get_metadata, list_items
@@ -41,11 +40,9 @@ from .params import (
     TimestampsQuery,
     UrlQuery,
     parse_bool,
-    parse_format,
     parse_int,
     parse_lang,
     parse_mode,
-    parse_optional_bool,
     require_url,
     runtime_of,
 )
@@ -60,6 +57,7 @@ from .rendered import (
     rendered_response,
 )
 from .skips import ATTRIBUTION_HEADER
+from .transcript_query import transcript_ask
 
 __all__ = [
     "CONTENT_LANGUAGE",
@@ -199,30 +197,16 @@ async def transcript(
     With ``lang``, the platform's track in that language (or its own translation into it) comes
     first; ``translate=1`` has a language model translate the best track when there is neither
     (``translated: true``, a ``Track`` line in the header saying from what and by which rung)."""
-    source = require_url(url)
-    formatter = parse_format(format)
-    checked_mode, checked_lang = parse_mode(mode), parse_lang(lang)
-    options = RenderOptions(timestamps=parse_bool("timestamps", timestamps), asked=checked_lang)
-    skipped = parse_skip(skip)
-    if skipped is not None:
-        video_id_of(runtime_of(request), source)  # a YouTube video, before anything is fetched
-    llm = parse_bool("translate", translate)
-    labels = parse_optional_bool("speakers", speakers)
-    on_screen = "on_screen" in parse_include(include)
-    if llm and checked_lang is None:
-        raise VidError(
-            ErrorCode.BAD_REQUEST,
-            "translate=1 needs the language to translate into.",
-            hint="Give lang as a BCP-47 tag (lang=de), or leave translate out.",
-        )
     runtime = runtime_of(request)
+    ask = transcript_ask(runtime, url, format, timestamps, mode, lang, skip, translate, speakers, include)
+    source, formatter, options = ask.source, ask.formatter, ask.options
+    checked_mode, checked_lang, skipped, llm, labels = ask.mode, ask.lang, ask.skipped, ask.llm, ask.labels
+    on_screen = ask.on_screen
     if_none_match = if_none_match_of(request.scope)
     # Not kept: a translation (kept in the blob store, which the version does not cover), nor an
     # answer without SponsorBlock's segments (their data changes outside the library).
     cache: RenderedCache | None = None if llm or skipped is not None else request.app.state.rendered
-    # The input as given: reading it is pure (same text, same settings, same video), so a hit
-    # need not parse it again; another spelling of the same video is an entry of its own.
-    key = (source, formatter.id, options.timestamps, checked_mode, checked_lang, labels, on_screen)
+    key = ask.key  # the input as given, the format and the options (TranscriptAsk.key)
     version = await cache.version() if cache is not None else None  # before anything is read
     if cache is not None and (kept := cache.get(key, version)) is not None:
         return rendered_response(kept, if_none_match)  # type: ignore[return-value]

@@ -16,17 +16,25 @@ from collections.abc import Awaitable, Callable
 
 from .base import LibraryVersioned, Versioned
 
-__all__ = ["VersionReader", "version_reader"]
+__all__ = ["VersionNow", "VersionReader", "version_now", "version_reader"]
 
 VersionReader = Callable[[], Awaitable[int | None]]
 """Reads the library's version now: a number that differs from every earlier answer once a saved
 video may have changed; ``None`` when it cannot be told (then nothing may be served from a cache)."""
 
+VersionNow = Callable[[], int | None]
+"""The same version read without waiting, where the storage can (SQLite: shared memory)."""
+
+
+def version_now(storage: object) -> VersionNow | None:
+    """How to read ``storage``'s version without waiting, or ``None`` where it is a query away."""
+    return storage.data_version if isinstance(storage, Versioned) else None
+
 
 def version_reader(storage: object) -> VersionReader | None:
     """How to read ``storage``'s version, or ``None`` when it has none (then keep nothing)."""
-    if isinstance(storage, Versioned):
-        now = storage.data_version
+    now = version_now(storage)
+    if now is not None:
 
         async def read() -> int | None:
             return now()
