@@ -29,7 +29,7 @@ version does not cover).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Any, NamedTuple
 
 from litestar import Response
