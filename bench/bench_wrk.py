@@ -7,7 +7,9 @@ serve --workers BENCH_WRK_WORKERS`` (default 2) with the settings it starts with
 limit too high to refuse any request (its layer still runs) and the access log off (its lines
 would go to a pipe nobody reads); the bare side is one Litestar route answering the same SRT
 bytes under granian with as many workers. The video is read once first (YouTube answered by the
-tests' replay server). The sides alternate ``BENCH_WRK_ROUNDS`` times for ``BENCH_WRK_SECONDS``
+tests' replay server), then its saved transcript is lengthened in the library's file (its lines
+repeated, ``BENCH_WRK_CUES`` of them, default 62) to the issue's 4.3 kB of SRT: the replayed
+videos alone render to 205 bytes. The sides alternate ``BENCH_WRK_ROUNDS`` times for ``BENCH_WRK_SECONDS``
 each (with ``BENCH_WRK_BASE`` set to a git revision, a third side: that revision's ``serve``,
 from ``git archive``, on a library of its own, for a before/after in one run); figures are wrk's own (requests/s, latency percentiles), with the load average before
 and after. Reported: each run, each side's medians, the ratio of the median requests/s and the
@@ -123,6 +125,25 @@ def _base_src(base: str, into: Path) -> str:
     return str(into / "src")
 
 
+def _lengthen(home: str | Path, cues: int) -> None:
+    """The saved video of ``PATH`` with its lines repeated to ``cues`` (``bench_cached._long``),
+    written through the library's own storage while the server runs (its cache sees the commit)."""
+    import asyncio
+
+    from bench.bench_cached import _long
+    from vid2context.storage.sqlite import open_local_stores
+
+    async def write() -> None:
+        stores = open_local_stores(home)
+        try:
+            saved = await stores.storage.get_context("youtube:GJLlxj_dtq8")
+            await stores.storage.put_context(_long(saved, cues))
+        finally:
+            await stores.storage.close()
+
+    asyncio.run(write())
+
+
 def _serve(env: dict[str, str], port: int, workers: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "vid2context", "serve", "--port", str(port), "--workers", str(workers)],
@@ -138,6 +159,7 @@ def run() -> dict[str, object]:
     workers = int(os.environ.get("BENCH_WRK_WORKERS", "2"))
     rounds = int(os.environ.get("BENCH_WRK_ROUNDS", "2"))
     seconds = int(os.environ.get("BENCH_WRK_SECONDS", "10"))
+    cues = int(os.environ.get("BENCH_WRK_CUES", "62"))
     base = os.environ.get("BENCH_WRK_BASE")  # a git revision (or a checkout's src/): a third side
     load_before = os.getloadavg()
     processes: list[subprocess.Popen[bytes]] = []
@@ -150,6 +172,8 @@ def run() -> dict[str, object]:
             processes.append(ours)
             urls["ours"] = f"http://127.0.0.1:{port}{PATH}"
             _wait(f"http://127.0.0.1:{port}/api/v1/health", ours)
+            httpx.get(urls["ours"], timeout=120).raise_for_status()
+            _lengthen(home, cues)
             first = httpx.get(urls["ours"], timeout=120)
             first.raise_for_status()
             base_src = _base_src(base, Path(home, "code")) if base else None
@@ -161,6 +185,8 @@ def run() -> dict[str, object]:
                 processes.append(_serve(base_env, port, workers))
                 urls["base"] = f"http://127.0.0.1:{port}{PATH}"
                 _wait(f"http://127.0.0.1:{port}/api/v1/health", processes[-1])
+                httpx.get(urls["base"], timeout=120).raise_for_status()
+                _lengthen(base_home, cues)
                 if httpx.get(urls["base"], timeout=120).content != first.content:
                     raise RuntimeError("the base answers other bytes")
             Path(home, "bare_app.py").write_text(BARE, encoding="utf-8")
