@@ -44,7 +44,6 @@ LOCAL_ONLY = frozenset(
         "storage/sqlite_vec_bits",
         "storage/keyword_pairs",
         "storage/keyword_ascending",
-        "storage/wal_header",
         "exports/obsidian",
         "live/ffmpeg_live",
         "live/pages",

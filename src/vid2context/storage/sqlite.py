@@ -48,7 +48,6 @@ from ..search.query import parse_query
 from . import common, keyword, keyword_ascending, keyword_pairs
 from .base import Blob, summarize
 from .common import check_blob_key, check_limit, decode_cursor, encode_cursor
-from .wal_header import WalHeader
 
 __all__ = [
     "DEFAULT_FILE",
@@ -193,9 +192,6 @@ class SQLiteDatabase:
         self._version = self._connect()
         self._version.execute("PRAGMA busy_timeout=0")  # asked on the event loop: never wait
         self._connections.append(self._version)
-        self._version.execute("PRAGMA data_version").fetchone()  # the -shm file exists from here
-        self._wal_header = WalHeader.open(self.path)
-        self._seen: tuple[bytes | None, int] = (None, 0)
         self._write_pool = ThreadPoolExecutor(1, thread_name_prefix="vid2context-db-write")
         self._read_pool = ThreadPoolExecutor(readers, thread_name_prefix="vid2context-db-read")
 
@@ -209,20 +205,19 @@ class SQLiteDatabase:
     def data_version(self) -> int | None:
         """``PRAGMA data_version`` on a connection of its own that never writes, so it changes
         with every commit of any other connection to the file: this process's writer, another
-        process's (a CLI push, another server worker). Asked again only when the WAL-index header
-        changed since it was last asked (``wal_header.py``: a read of shared memory that keeps the
-        GIL); otherwise the version then is the version now. ``None`` when the file is busy (a
-        checkpoint resetting the log) or closed: with a busy timeout of 0 it never waits on the
-        event loop."""
-        header = self._wal_header.read() if self._wal_header is not None else None
-        if header is not None and header == self._seen[0]:
-            return self._seen[1]  # nothing committed since that version was read (wal_header.py)
+        process's (a CLI push, another server worker). A few µs: in WAL mode it reads the shared
+        index's header. ``None`` when the file is busy (a checkpoint resetting the log) or closed:
+        with a busy timeout of 0 it never waits on the event loop.
+
+        Not read from a map of the ``-shm`` file of our own, though that would keep the GIL
+        (``sqlite3`` lets go of it around the pragma): opening and closing any descriptor of that
+        file drops every POSIX lock this process holds on it, SQLite's among them, and the next
+        process to open the file then takes itself for the first and truncates it under the
+        others (a writer died of SIGBUS in a test when that was tried)."""
         try:
-            version = self._version.execute("PRAGMA data_version").fetchone()[0]
+            return self._version.execute("PRAGMA data_version").fetchone()[0]
         except self.driver.Error:
             return None
-        self._seen = (header, version)  # the header read *before* the version
-        return version
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` on a reader connection, in one read transaction (a consistent snapshot)."""
@@ -265,9 +260,6 @@ class SQLiteDatabase:
     def _close(self) -> None:
         self._write_pool.shutdown(wait=True)
         self._read_pool.shutdown(wait=True)
-        header, self._wal_header = self._wal_header, None
-        if header is not None:
-            header.close()  # before the last connection, which may delete the file
         for conn in self._connections:
             conn.close()
 
