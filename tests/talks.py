@@ -14,10 +14,17 @@ sections.
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 
 from vid2context.models import Chapter, Segment, Transcript, VideoContext, VideoMetadata
+
+SAVED_AT = (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%dT00:00:00Z")
+"""When the fixtures were saved: yesterday, whenever the tests run. A fixed date went stale: past
+30 days, every reading tool adds its "saved copy ... days old" line, and the token costs the
+tests measure grew by it (``tests/test_mcp_costs.py`` failed from 2026-12-02 on). Tests of that
+line set their own date."""
 
 __all__ = [
     "BIKE",
@@ -74,7 +81,7 @@ def three_hour_talk(native: str = THREE_HOURS, *, minutes: int = 180, seed: int 
         transcript=Transcript(
             language="en", origin="captions-manual", timing="caption", producer="test", segments=segments
         ),
-        fetched_at="2026-11-01T00:00:00Z",
+        fetched_at=SAVED_AT,
     )
 
 
@@ -161,7 +168,7 @@ def topic_talk(
         transcript=Transcript(
             language="en", origin="captions-manual", timing="caption", producer="test", segments=segments
         ),
-        fetched_at="2026-11-01T00:00:00Z",
+        fetched_at=SAVED_AT,
     )
 
 

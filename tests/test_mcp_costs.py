@@ -288,7 +288,7 @@ async def test_every_cost_a_reading_tool_states_is_a_measured_one(client: Client
 
 
 def test_notes_say_what_ran_only_when_a_rung_failed_and_flag_an_old_copy() -> None:
-    context = three_hour_talk()
+    context = msgspec.structs.replace(three_hour_talk(), fetched_at="2026-11-01T00:00:00Z")
     now = datetime(2026, 11, 5, tzinfo=UTC)  # four days after the talk was saved
     fetched = msgspec.structs.replace(
         context,

@@ -40,6 +40,7 @@ from vid2context.tokens import estimate_tokens
 from .mcp_catalogue import TOOLS
 from .pages import reassembles
 from .runtimes import ON_WORKER_TOO, Runtimes
+from .talks import SAVED_AT
 from .youtube_replay import PLAYLIST_ID, httpx_callback
 
 pytestmark = [pytest.mark.anyio, pytest.mark.httpx_mock(assert_all_responses_were_requested=False)]
@@ -147,7 +148,7 @@ def long_context(
         transcript=Transcript(
             language="en", origin="captions-manual", timing="caption", producer="test", segments=segments
         ),
-        fetched_at="2026-11-01T00:00:00Z",
+        fetched_at=SAVED_AT,
     )
 
 
