@@ -13,7 +13,8 @@ would answer from ``RenderedCache`` without reading anything:
   ``url``, ``format``, ``timestamps``, ``mode``, ``lang``, ``speakers`` and ``include``, each at
   most once and none empty (never ``skip`` nor ``translate``: those answers are never kept);
 - checked by the handler's own ``transcript_query.transcript_ask`` without an error, under the
-  handler's key, at the storage's version read now (SQLite's: no thread hop, no query);
+  handler's key, at the storage's version read now (SQLite's ``PRAGMA data_version`` on the
+  event loop: no thread hop);
 - a hit: the same ``rendered_response`` the handler returns, ``304`` for a matching
   ``If-None-Match``.
 
