@@ -75,6 +75,34 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _start_edge(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    """``vid2context serve`` on a free port, ready; a port taken between ``_free_port`` and the
+    server's bind (another process on the machine got it first) is tried again with another."""
+    for _attempt in range(3):
+        port = _free_port()
+        server = subprocess.Popen(
+            [sys.executable, "-m", "vid2context", "serve", "--port", str(port)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        url = f"http://127.0.0.1:{port}"
+        # Polling for readiness, not timing anything: the guard is far beyond a start on a busy machine.
+        ready_by = time.monotonic() + 90
+        while server.poll() is None and time.monotonic() < ready_by:
+            try:
+                if httpx.get(url + "/api/v1/health", timeout=10).status_code == 200:
+                    return server, url
+            except httpx.TransportError:
+                time.sleep(0.2)
+        errors = server.stderr.read() if server.poll() is not None and server.stderr else ""
+        if "Address already in use" not in errors:
+            assert server.poll() is None, errors or "the edge exited"
+            return server, url
+    raise AssertionError(f"no free port after three tries: {errors}")
+
+
 @dataclass
 class Edge:
     url: str
@@ -104,7 +132,6 @@ def laptop_youtube() -> Iterator[ReplayServer]:
 @pytest.fixture(scope="module")
 def edge(tmp_path_factory: pytest.TempPathFactory, embed_model_dir: Path) -> Iterator[Edge]:
     home = tmp_path_factory.mktemp("edge")
-    port = _free_port()
     with ReplayServer(blocked=True) as youtube:
         env = _env(
             home,
@@ -115,24 +142,8 @@ def edge(tmp_path_factory: pytest.TempPathFactory, embed_model_dir: Path) -> Ite
             VID2CONTEXT_EMBED_MODEL_DIR=str(embed_model_dir),
             VID2CONTEXT_EMBED_POOLING="mean",
         )
-        server = subprocess.Popen(
-            [sys.executable, "-m", "vid2context", "serve", "--port", str(port)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        url = f"http://127.0.0.1:{port}"
+        server, url = _start_edge(env)
         try:
-            # Polling for readiness, not timing anything: the guard is far beyond a start on a busy machine.
-            ready_by = time.monotonic() + 90
-            while server.poll() is None and time.monotonic() < ready_by:
-                try:
-                    if httpx.get(url + "/api/v1/health", timeout=10).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    time.sleep(0.2)
-            assert server.poll() is None, server.stderr.read() if server.stderr else "the edge exited"
             yield Edge(url=url, youtube=youtube, home=home)
         finally:
             server.send_signal(signal.SIGINT)
