@@ -348,6 +348,23 @@ def test_unusual_documents_leave_the_fast_path(document: str) -> None:
     assert _parse_fast(document) is None
 
 
+_SINGLE_SPACES = [  # no whitespace but single spaces: each text is stripped where it stands
+    {"wWinId": 1, "tStartMs": 0},
+    {"tStartMs": 0, "dDurationMs": 1540, "segs": [{"utf8": " Hey,"}, {"utf8": " this is "}]},
+    {"tStartMs": 1540, "wWinId": 1},
+    {"tStartMs": 1540, "dDurationMs": 10, "segs": [{"utf8": " "}]},
+    {"tStartMs": 1550, "dDurationMs": 4160, "segs": [{"utf8": "<price> & &amp;lt;"}]},
+    {"tStartMs": 5710},
+]
+
+
+def test_json3_events_without_text_drop_and_the_rest_are_stripped() -> None:
+    assert parse_json3(json.dumps({"events": _SINGLE_SPACES})) == [
+        Segment(start_sec=0.0, end_sec=1.54, text="Hey, this is"),
+        Segment(start_sec=1.55, end_sec=5.71, text="<price> & &amp;lt;"),
+    ]
+
+
 @pytest.mark.parametrize(
     "events",
     [
@@ -360,11 +377,12 @@ def test_unusual_documents_leave_the_fast_path(document: str) -> None:
             {"tStartMs": 10799999, "dDurationMs": 1, "segs": [{}]},
             {"tStartMs": 10799999, "dDurationMs": 1, "segs": [{"utf8": "the last"}]},
         ],
+        _SINGLE_SPACES,
         [{"tStartMs": -500, "dDurationMs": 1000, "segs": [{"utf8": "before zero"}]}],
         [{"tStartMs": 100, "dDurationMs": -5, "segs": [{"utf8": "backwards"}]}],
         [{"tStartMs": 0.5, "dDurationMs": 1000.25, "segs": [{"utf8": "fractions of a ms"}]}],
     ],
-    ids=["usual", "negative-start", "negative-duration", "fractional-ms"],
+    ids=["usual", "single-spaces", "negative-start", "negative-duration", "fractional-ms"],
 )
 def test_json3_fast_path_agrees_with_the_lenient_reading(events: list[dict[str, object]]) -> None:
     """The whole-millisecond comprehension must give what the general reading gives."""

@@ -359,7 +359,7 @@ class _Json3EventMs(msgspec.Struct, gc=False):
 
     tStartMs: _Millis
     dDurationMs: _Millis = 0
-    segs: list[_Json3Seg] | None = None
+    segs: tuple[_Json3Seg, ...] | None = None  # a tuple decodes (and frees) faster than a list
 
 
 class _Json3Ms(msgspec.Struct, gc=False):
@@ -375,17 +375,21 @@ def _json3_in_ms(events: list[_Json3EventMs]) -> list[Segment]:
     ``t / 1000`` and ``(t + d) / 1000`` are exactly what rounding the sums in seconds to three
     decimals gives, so no ``round`` per cue; the texts are cleaned in one batch.
     """
-    cues = [event for event in events if event.segs is not None]
+    # An event with no segs (a window definition) has no text, so it drops with the empty cues:
+    # no list of the others to build first.
     raws = [
-        segs[0].utf8 if len(segs) == 1 else "".join([seg.utf8 for seg in segs])
-        for segs in [event.segs for event in cues]
-        if segs is not None
+        ""
+        if (segs := event.segs) is None
+        else segs[0].utf8
+        if len(segs) == 1
+        else "".join([seg.utf8 for seg in segs])
+        for event in events
     ]
     if _SEP in "".join(raws):
         raws = [raw.replace(_SEP, "") for raw in raws]
     return [
         Segment(start_sec=cue.tStartMs / 1000, end_sec=(cue.tStartMs + cue.dDurationMs) / 1000, text=text)
-        for cue, text in zip(cues, _clean_many(raws, layer="plain"), strict=True)
+        for cue, text in zip(events, _clean_many(raws, layer="plain"), strict=True)
         if text
     ]
 
