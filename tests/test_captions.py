@@ -448,6 +448,47 @@ def test_one_pass_decode_is_the_two_step_decode(raw: str) -> None:
     assert _one_pass(raw) == _two_step(raw)
 
 
+# Bodies for the one-kind-at-a-time decode: words and reference tokens, few kinds of them, and
+# rarely what makes it step aside (a formatting tag, a lone "&", "&lt;", its placeholder).
+_KINDS = st.lists(st.sampled_from(sorted(captions._BOTH_LAYERS)), min_size=1, max_size=5, unique=True)
+_STEP_ASIDE = ["&lt;i&gt;", "&", "&lt;", "&amp;", "&#38;", captions._AMPERSAND_LATER]
+
+
+@st.composite
+def _few_kinds(draw: st.DrawFn) -> str:
+    pieces = ["a", " ", ";", "#", "lt;", "amp;", "amp;lt;", *draw(_KINDS)]
+    if draw(st.booleans()):
+        pieces.append(draw(st.sampled_from(_STEP_ASIDE)))
+    return "\x00".join(
+        draw(st.lists(st.lists(st.sampled_from(pieces), max_size=10).map("".join), min_size=1))
+    )
+
+
+@_FUZZ
+@given(_few_kinds())
+@example("&amp;amp;amp;lt;")  # the "&" a token makes is never read again
+@example("&amp;amp;lt; &#x27;amp;lt;")
+@example(captions._AMPERSAND_LATER + " &amp;amp;")  # the placeholder in the text: not this way
+def test_one_kind_at_a_time_is_the_two_step_decode(raw: str) -> None:
+    """Where it decodes, the one-kind-at-a-time decode gives what the two decodes give; it
+    decodes every body of reference tokens alone, and steps aside where a body holds more."""
+    decoded = captions._decode_by_kind(raw)
+    tokens = captions._REFERENCE_TOKEN.findall(raw)  # each holds one "&", its first character
+    every_one_a_token = len(tokens) == raw.count("&")
+    few = len(set(tokens)) <= captions._MOST_KINDS
+    assert (decoded is not None) == (every_one_a_token and few and captions._AMPERSAND_LATER not in raw)
+    if decoded is not None:
+        assert decoded == _two_step(raw)
+    assert _one_pass(raw) == _two_step(raw)
+
+
+def test_one_kind_at_a_time_gives_up_past_its_most_kinds() -> None:
+    kinds = sorted(captions._BOTH_LAYERS)[: captions._MOST_KINDS + 1]
+    assert captions._decode_by_kind(" ".join(kinds[:-1])) == _two_step(" ".join(kinds[:-1]))
+    assert captions._decode_by_kind(" ".join(kinds)) is None
+    assert _one_pass(" ".join(kinds)) == _two_step(" ".join(kinds))
+
+
 @_FUZZ
 @given(st.lists(st.tuples(st.sampled_from(["0", "1.5", "2.25", "3.125"]), _BODIES), max_size=5))
 def test_fast_path_agrees_with_the_xml_parser_on_any_body(cues: list[tuple[str, str]]) -> None:
