@@ -70,7 +70,8 @@ _HOSTILE = re.compile(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
 # with any cue the regex does not account for (attributes in another order, CDATA, comments,
 # a truncated body) goes to the strict ElementTree path instead, so speed never costs accuracy.
 # The usual classic cue first (every cue with a duration and a body), then the general one.
-_CLASSIC_USUAL = re.compile(r'<text start="([0-9.]+)" dur="([0-9.]+)">([^<]*)</text>')
+# Possessive: what follows each run is a character the run cannot hold (4% less time).
+_CLASSIC_USUAL = re.compile(r'<text start="([0-9.]++)" dur="([0-9.]++)">([^<]*+)</text>')
 _CLASSIC_CUE = re.compile(r'<text start="([0-9.]+)"(?: dur="([0-9.]+)")?\s*(?:/>|>([^<]*)</text>)')
 # srv3's likewise: the usual cue (a duration, attributes with numbers, a body with no "<" once
 # the word elements are out; 30% less time), then the general one, whose body is an unrolled
