@@ -95,7 +95,7 @@ def xml_stages(xml: str) -> dict[str, float]:
     texts = captions._clean_many(bodies, layer="xml")
 
     def whitespace() -> object:
-        if "  " not in decoded and not any(char in decoded for char in captions._WHITESPACE_BUT_SPACE):
+        if not any(char in decoded for char in captions._WHITESPACE_BUT_SPACE) and decoded.rfind("  ") < 0:
             return list(map(str.strip, decoded.split(captions._SEP)))
         return None
 

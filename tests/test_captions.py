@@ -348,6 +348,23 @@ def test_unusual_documents_leave_the_fast_path(document: str) -> None:
     assert _parse_fast(document) is None
 
 
+_SINGLE_SPACES = [  # no whitespace but single spaces: each text is stripped where it stands
+    {"wWinId": 1, "tStartMs": 0},
+    {"tStartMs": 0, "dDurationMs": 1540, "segs": [{"utf8": " Hey,"}, {"utf8": " this is "}]},
+    {"tStartMs": 1540, "wWinId": 1},
+    {"tStartMs": 1540, "dDurationMs": 10, "segs": [{"utf8": " "}]},
+    {"tStartMs": 1550, "dDurationMs": 4160, "segs": [{"utf8": "<price> & &amp;lt;"}]},
+    {"tStartMs": 5710},
+]
+
+
+def test_json3_events_without_text_drop_and_the_rest_are_stripped() -> None:
+    assert parse_json3(json.dumps({"events": _SINGLE_SPACES})) == [
+        Segment(start_sec=0.0, end_sec=1.54, text="Hey, this is"),
+        Segment(start_sec=1.55, end_sec=5.71, text="<price> & &amp;lt;"),
+    ]
+
+
 @pytest.mark.parametrize(
     "events",
     [
@@ -360,11 +377,12 @@ def test_unusual_documents_leave_the_fast_path(document: str) -> None:
             {"tStartMs": 10799999, "dDurationMs": 1, "segs": [{}]},
             {"tStartMs": 10799999, "dDurationMs": 1, "segs": [{"utf8": "the last"}]},
         ],
+        _SINGLE_SPACES,
         [{"tStartMs": -500, "dDurationMs": 1000, "segs": [{"utf8": "before zero"}]}],
         [{"tStartMs": 100, "dDurationMs": -5, "segs": [{"utf8": "backwards"}]}],
         [{"tStartMs": 0.5, "dDurationMs": 1000.25, "segs": [{"utf8": "fractions of a ms"}]}],
     ],
-    ids=["usual", "negative-start", "negative-duration", "fractional-ms"],
+    ids=["usual", "single-spaces", "negative-start", "negative-duration", "fractional-ms"],
 )
 def test_json3_fast_path_agrees_with_the_lenient_reading(events: list[dict[str, object]]) -> None:
     """The whole-millisecond comprehension must give what the general reading gives."""
@@ -428,6 +446,47 @@ def test_one_pass_decode_is_the_two_step_decode(raw: str) -> None:
     """Both layers in one split give what the XML decode, the tag removal and the HTML decode
     give one after the other, down to refusing the same bodies."""
     assert _one_pass(raw) == _two_step(raw)
+
+
+# Bodies for the one-kind-at-a-time decode: words and reference tokens, few kinds of them, and
+# rarely what makes it step aside (a formatting tag, a lone "&", "&lt;", its placeholder).
+_KINDS = st.lists(st.sampled_from(sorted(captions._BOTH_LAYERS)), min_size=1, max_size=5, unique=True)
+_STEP_ASIDE = ["&lt;i&gt;", "&", "&lt;", "&amp;", "&#38;", captions._AMPERSAND_LATER]
+
+
+@st.composite
+def _few_kinds(draw: st.DrawFn) -> str:
+    pieces = ["a", " ", ";", "#", "lt;", "amp;", "amp;lt;", *draw(_KINDS)]
+    if draw(st.booleans()):
+        pieces.append(draw(st.sampled_from(_STEP_ASIDE)))
+    return "\x00".join(
+        draw(st.lists(st.lists(st.sampled_from(pieces), max_size=10).map("".join), min_size=1))
+    )
+
+
+@_FUZZ
+@given(_few_kinds())
+@example("&amp;amp;amp;lt;")  # the "&" a token makes is never read again
+@example("&amp;amp;lt; &#x27;amp;lt;")
+@example(captions._AMPERSAND_LATER + " &amp;amp;")  # the placeholder in the text: not this way
+def test_one_kind_at_a_time_is_the_two_step_decode(raw: str) -> None:
+    """Where it decodes, the one-kind-at-a-time decode gives what the two decodes give; it
+    decodes every body of reference tokens alone, and steps aside where a body holds more."""
+    decoded = captions._decode_by_kind(raw)
+    tokens = captions._REFERENCE_TOKEN.findall(raw)  # each holds one "&", its first character
+    every_one_a_token = len(tokens) == raw.count("&")
+    few = len(set(tokens)) <= captions._MOST_KINDS
+    assert (decoded is not None) == (every_one_a_token and few and captions._AMPERSAND_LATER not in raw)
+    if decoded is not None:
+        assert decoded == _two_step(raw)
+    assert _one_pass(raw) == _two_step(raw)
+
+
+def test_one_kind_at_a_time_gives_up_past_its_most_kinds() -> None:
+    kinds = sorted(captions._BOTH_LAYERS)[: captions._MOST_KINDS + 1]
+    assert captions._decode_by_kind(" ".join(kinds[:-1])) == _two_step(" ".join(kinds[:-1]))
+    assert captions._decode_by_kind(" ".join(kinds)) is None
+    assert _one_pass(" ".join(kinds)) == _two_step(" ".join(kinds))
 
 
 @_FUZZ

@@ -160,6 +160,13 @@ _FUZZ = settings(max_examples=250, derandomize=True, deadline=None)
 @given(_classic())
 @example('<transcript><text\nstart="0" dur="1">missed before</text></transcript>')
 @example('<transcript><text start="0" dur="1">a</text><p t="1000" d="1">p cue</p></transcript>')
+# The one-kind-at-a-time decode: its placeholder in a body, more kinds than it takes, a made "&".
+@example('<transcript><text start="0" dur="1">\x01 &amp;amp; &amp;lt;</text></transcript>')
+@example(
+    '<transcript><text start="0" dur="1">&amp;lt;&amp;gt;&#x27;</text>'
+    '<text start="1" dur="1">&amp;amp;&gt;&amp;quot;&#10;</text></transcript>'
+)
+@example('<transcript><text start="0" dur="1">&amp;amp;amp;lt; &amp;amp;#39;</text></transcript>')
 def test_classic_files_read_as_before_or_as_the_xml_parser(document: str) -> None:
     _check(document)
 
