@@ -14,9 +14,10 @@ answer. At the deadline (one timer for all the requests in flight, ``deadlines.p
 request's expiry aborts every ``Ctx`` registered for the request with reason ``timeout`` (so
 work in other tasks, shielded from cancellation, stops at its next ``ctx.check()``), then
 cancels the task, which interrupts the handler wherever it awaits; when the cancellation has
-unwound to this layer the client gets ``504 timeout``. This is ``asyncio.timeout``'s mechanism with a hook before the cancel: the
-same effect as running the app in a task of its own and cancelling that, at a third of the cost
-per request (no extra task, no extra loop iterations). A cancellation that came from the server
+unwound to this layer the client gets ``504 timeout``. This is ``asyncio.timeout``'s mechanism
+with a hook before the cancel: the same effect as running the app in a task of its own and
+cancelling that, at a third of the cost per request (no extra task, no extra loop iterations).
+A cancellation that came from the server
 (client gone, shutdown) is told apart with ``Task.uncancel()`` and passed on. A response that has
 started (a streamed bundle, an SSE feed) is no longer timed here: its handler bounds its own work
 with the same deadline through its ``Ctx``. ``0`` turns the timeout off.
