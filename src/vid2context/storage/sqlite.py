@@ -48,6 +48,7 @@ from ..search.query import parse_query
 from . import common, keyword, keyword_ascending, keyword_pairs
 from .base import Blob, summarize
 from .common import check_blob_key, check_limit, decode_cursor, encode_cursor
+from .sqlite_held import open_held
 
 __all__ = [
     "DEFAULT_FILE",
@@ -189,9 +190,11 @@ class SQLiteDatabase:
             _load_vector_extension(conn)
             self._connections.append(conn)
             self._readers.put(conn)
-        self._version = self._connect()
-        self._version.execute("PRAGMA busy_timeout=0")  # asked on the event loop: never wait
-        self._connections.append(self._version)
+        self._held = open_held(self.driver, self.path)
+        if self._held is None:
+            self._version = self._connect()
+            self._version.execute("PRAGMA busy_timeout=0")  # asked on the event loop: never wait
+            self._connections.append(self._version)
         self._write_pool = ThreadPoolExecutor(1, thread_name_prefix="vid2context-db-write")
         self._read_pool = ThreadPoolExecutor(readers, thread_name_prefix="vid2context-db-read")
 
@@ -213,7 +216,13 @@ class SQLiteDatabase:
         (``sqlite3`` lets go of it around the pragma): opening and closing any descriptor of that
         file drops every POSIX lock this process holds on it, SQLite's among them, and the next
         process to open the file then takes itself for the first and truncates it under the
-        others (a writer died of SIGBUS in a test when that was tried)."""
+        others (a writer died of SIGBUS in a test when that was tried).
+
+        Stepped through ``sqlite_held`` where it can be (the driver's own SQLite, keeping the GIL:
+        ``sqlite3`` lets go of it, and under load the loop then waits for granian's threads to
+        give it back), else through ``sqlite3``: the same answers either way."""
+        if self._held is not None:
+            return self._held()
         try:
             return self._version.execute("PRAGMA data_version").fetchone()[0]
         except self.driver.Error:
@@ -260,6 +269,8 @@ class SQLiteDatabase:
     def _close(self) -> None:
         self._write_pool.shutdown(wait=True)
         self._read_pool.shutdown(wait=True)
+        if self._held is not None:
+            self._held.close()
         for conn in self._connections:
             conn.close()
 

@@ -10,13 +10,14 @@ when the reader is not Litestar). Nothing is buffered here. ``multipart/form-dat
 its own, ``VID2CONTEXT_MAX_PUSH_KB``. ``0`` turns a cap off.
 
 **Time.** ``VID2CONTEXT_REQUEST_TIMEOUT_MS`` bounds how long a request may take to *start* its
-answer. A timer armed on the request's task fires at the deadline: it aborts every ``Ctx``
-registered for the request with reason ``timeout`` (so work in other tasks, shielded from
-cancellation, stops at its next ``ctx.check()``), then cancels the task, which interrupts the
-handler wherever it awaits; when the cancellation has unwound to this layer the client gets
-``504 timeout``. This is ``asyncio.timeout``'s mechanism with a hook before the cancel: the
-same effect as running the app in a task of its own and cancelling that, at a third of the cost
-per request (no extra task, no extra loop iterations). A cancellation that came from the server
+answer. At the deadline (one timer for all the requests in flight, ``deadlines.py``) the
+request's expiry aborts every ``Ctx`` registered for the request with reason ``timeout`` (so
+work in other tasks, shielded from cancellation, stops at its next ``ctx.check()``), then
+cancels the task, which interrupts the handler wherever it awaits; when the cancellation has
+unwound to this layer the client gets ``504 timeout``. This is ``asyncio.timeout``'s mechanism
+with a hook before the cancel: the same effect as running the app in a task of its own and
+cancelling that, at a third of the cost per request (no extra task, no extra loop iterations).
+A cancellation that came from the server
 (client gone, shutdown) is told apart with ``Task.uncancel()`` and passed on. A response that has
 started (a streamed bundle, an SSE feed) is no longer timed here: its handler bounds its own work
 with the same deadline through its ``Ctx``. ``0`` turns the timeout off.
@@ -41,6 +42,7 @@ from ...errors import ErrorCode, VidError
 from ...runtime import Runtime
 from ..errors import send_error
 from ._asgi import canonical_path, header, is_api, state_of
+from .deadlines import Deadlines
 from .request_id import is_valid_request_id
 
 __all__ = ["LIBRARY_PREFIX", "UPLOADS_PATH", "BodyTooLarge", "Limits", "request_ctx"]
@@ -97,6 +99,8 @@ class Limits:
         self.max_body = max_body_bytes
         self.max_push = max_push_bytes
         self.timeout = timeout_s
+        self._deadlines: Deadlines | None = None
+        """The requests in flight on the loop this runs on (one timer for them all)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not is_api(path := canonical_path(scope["path"])):
@@ -172,7 +176,12 @@ class Limits:
                 ctx.abort("timeout")
             task.cancel()
 
-        timer = asyncio.get_running_loop().call_later(self.timeout, expire) if self.timeout > 0 else None
+        deadlines = None
+        if self.timeout > 0:
+            deadlines, loop = self._deadlines, task.get_loop()
+            if deadlines is None or deadlines.loop is not loop:
+                deadlines = self._deadlines = Deadlines(loop, self.timeout)
+            deadlines.add(expire)
         try:
             await self.app(scope, receive, noting_send)
         except asyncio.CancelledError:
@@ -193,7 +202,7 @@ class Limits:
             await send_error(send, error, head=head)
             return
         finally:
-            if timer is not None:
-                timer.cancel()
+            if deadlines is not None:
+                deadlines.discard(expire)
         if fired:
             task.uncancel()  # the app swallowed the cancellation and answered anyway
