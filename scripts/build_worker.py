@@ -40,6 +40,7 @@ LOCAL_ONLY = frozenset(
         "search/embedders/fastembed_local",
         "search/rerank_local",
         "storage/sqlite",
+        "storage/sqlite_held",
         "storage/sqlite_vec",
         "storage/sqlite_vec_bits",
         "storage/keyword_pairs",
