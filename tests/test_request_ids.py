@@ -5,6 +5,8 @@ its parent had left."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 
 from vid2context.api.middleware.request_id import _BATCH, fresh_request_id
@@ -33,3 +35,17 @@ def test_a_forked_child_does_not_reuse_the_parents_batch() -> None:
     os.waitpid(child, 0)
     assert uuid.UUID(childs).version == 4
     assert childs != fresh_request_id()
+
+
+def test_ids_are_made_where_there_is_no_fork() -> None:
+    """Pyodide (the Worker) has neither ``os.fork`` nor ``os.register_at_fork`` (the stdlib's
+    ``random`` checks for the first): the module still imports and makes ids."""
+    script = (
+        "import os\n"
+        "del os.fork, os.register_at_fork\n"
+        "import uuid\n"
+        "from vid2context.api.middleware.request_id import fresh_request_id\n"
+        "print(uuid.UUID(fresh_request_id()).version)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout.strip()) == (0, "4"), done.stderr

@@ -69,7 +69,8 @@ def _forget() -> None:
     _ids = iter(())
 
 
-os.register_at_fork(after_in_child=_forget)
+if hasattr(os, "register_at_fork"):  # not on Emscripten (the Worker's Pyodide), which never forks
+    os.register_at_fork(after_in_child=_forget)
 
 
 def fresh_request_id() -> str:
