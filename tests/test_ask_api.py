@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -25,6 +24,7 @@ from vid2context.runtime import Runtime
 
 from .cloudflare_bindings import WorkersAi
 from .fake_llm import FakeLlm, Request, source_numbers
+from .ports import free_port
 from .retrieval_set import talks
 from .runtimes import ON_WORKER_TOO, Runtimes, WorkerLikeApp, serve
 from .youtube_replay import httpx_callback
@@ -317,16 +317,10 @@ async def test_a_collection_over_the_window_is_answered_from_what_fits_or_too_la
 # --- streams from a real server -----------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @asynccontextmanager
 async def real_server(app: Any, lifespan: str = "on") -> AsyncIterator[str]:
     """``app`` served by uvicorn on loopback, in this event loop."""
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(
             app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan=lifespan

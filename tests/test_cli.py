@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import pytest
 import srt
 import webvtt
 
+from .ports import free_port
 from .youtube_replay import ReplayServer
 
 
@@ -158,14 +158,8 @@ def test_formats_lists_every_formatter(tmp_path: Path, replay: ReplayServer) -> 
     assert listed == list(FORMATTERS)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_serve_answers_health_for_real(tmp_path: Path, replay: ReplayServer) -> None:
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "vid2context", "serve", "--port", str(port)],
         env=_env(tmp_path, replay.origin),

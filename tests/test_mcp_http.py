@@ -13,7 +13,6 @@ import ast
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -37,6 +36,7 @@ from vid2context.runtime import build_worker_runtime
 
 from .mcp_catalogue import TOOLS
 from .miniflare_harness import MiniflareHarness, apply_migrations
+from .ports import free_port
 from .runtimes import WorkerLikeApp
 from .youtube_replay import ReplayServer
 
@@ -58,12 +58,6 @@ INIT = {
 }
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "vid2context"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module", params=["local", "worker"])
@@ -100,7 +94,7 @@ def _wait_for_health(origin: str, failed: Any) -> None:
 
 def _local_server(settings: Mapping[str, str], home: Path) -> Iterator[str]:
     """``vid2context serve`` in a subprocess, its home and file roots in ``home``."""
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("VID2CONTEXT_")}
     env.update(settings, VID2CONTEXT_HOME=str(home), VID2CONTEXT_FILE_ROOTS=str(home))
     log = (home / "server.log").open("w")
@@ -125,7 +119,7 @@ def _worker_server(settings: Mapping[str, str], miniflare: MiniflareHarness) -> 
     miniflare.reset()
     env = miniflare.new_env(vars=dict(settings))
     runtime = build_worker_runtime(env)
-    port = _free_port()
+    port = free_port()
     web = uvicorn.Server(
         uvicorn.Config(
             WorkerLikeApp(create_app(runtime, owns_runtime=False)),

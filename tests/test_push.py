@@ -16,7 +16,6 @@ import asyncio
 import hashlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ import pytest
 from vid2context import library
 from vid2context.runtime import build_local_runtime
 
+from .ports import free_port
 from .youtube_replay import PLAYLIST_ID, ReplayServer, listed_ids
 
 WRITE_KEY = "push-writer-key-0123456789"
@@ -69,17 +69,11 @@ def cli(home: Path, origin: str, *args: str, **extra: str) -> subprocess.Complet
     return result
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _start_edge(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    """``vid2context serve`` on a free port, ready; a port taken between ``_free_port`` and the
+    """``vid2context serve`` on a free port, ready; a port taken between ``free_port`` and the
     server's bind (another process on the machine got it first) is tried again with another."""
     for _attempt in range(3):
-        port = _free_port()
+        port = free_port()
         server = subprocess.Popen(
             [sys.executable, "-m", "vid2context", "serve", "--port", str(port)],
             env=env,

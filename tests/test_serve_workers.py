@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ import pytest
 
 from vid2context.models import VideoContext
 
+from .ports import free_port
 from .talks import BIKE_TOPICS, topic_talk
 from .youtube_replay import ReplayServer
 
@@ -32,12 +32,6 @@ pytestmark = pytest.mark.slow
 
 WORKERS = 2
 PUSHES = 12
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _children(pid: int) -> list[int]:
@@ -63,7 +57,7 @@ def _worker_processes(pid: int) -> list[int]:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     with ReplayServer() as replay:
         env = {k: v for k, v in os.environ.items() if not k.startswith("VID2CONTEXT_")}
         env.update(
