@@ -208,7 +208,14 @@ async def _messages_that_are_not_ours(
     assert sorted(m.body for m in delivered) == sorted(bad)  # each once: acked, not retried
     assert all(m.decision == {"id": m.id, "ack": True} and m.attempts == 1 for m in delivered)
     logged = "\n".join(warnings)
-    assert "not a job unit" in logged and "unknown job" in logged, logged
+    # Twice in clean clones the messages were handled and acked and nothing was logged: say the
+    # logger's state when that happens again, so the next failure names what silenced it.
+    jobs = logging.getLogger("vid2context.jobs")
+    state = (
+        f"disabled={jobs.disabled} effective={jobs.getEffectiveLevel()} "
+        f"manager.disable={jobs.manager.disable} handlers={jobs.handlers}"
+    )
+    assert "not a job unit" in logged and "unknown job" in logged, (logged, state)
     await isolate.aclose()
     await bridge.kill()
 
