@@ -49,19 +49,25 @@ async def listings() -> tuple[int, dict[str, Any]]:
     from vid2context.runtime import build_runtime
     from vid2context.settings import load_settings
 
+    # Quiet while building, then as before: the test that checks the build runs it in-process,
+    # and a process-wide disable left behind silenced every later test's warnings on that worker.
+    before = logging.root.manager.disable
     logging.disable(logging.WARNING)
-    async with httpx.AsyncClient() as http:
-        runtime = build_runtime(load_settings({}), http=http)
-        server = create_mcp(runtime)
-        results = {
-            "tools/list": ListToolsResult(tools=await server.list_tools()),
-            "prompts/list": ListPromptsResult(prompts=await server.list_prompts()),
-        }
-        dumped = {
-            method: result.model_dump(by_alias=True, mode="json", exclude_none=True)
-            for method, result in results.items()
-        }
-        return runtime.settings.mcp_max_tokens, dumped
+    try:
+        async with httpx.AsyncClient() as http:
+            runtime = build_runtime(load_settings({}), http=http)
+            server = create_mcp(runtime)
+            results = {
+                "tools/list": ListToolsResult(tools=await server.list_tools()),
+                "prompts/list": ListPromptsResult(prompts=await server.list_prompts()),
+            }
+    finally:
+        logging.disable(before)
+    dumped = {
+        method: result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        for method, result in results.items()
+    }
+    return runtime.settings.mcp_max_tokens, dumped
 
 
 def render(max_tokens: int, listed: dict[str, Any]) -> str:

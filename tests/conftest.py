@@ -6,7 +6,9 @@ where it came from); tests read it from there and never touch the network.
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,18 @@ from .miniflare_harness import cloudflare_env, miniflare  # noqa: F401
 from .runtimes import runtime_kind, runtimes  # noqa: F401
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def _logging_stays_enabled() -> Iterator[None]:
+    """Fail the test that leaves ``logging.disable`` in force. It is process-wide: every later test
+    on the same xdist worker would log nothing, and a test that checks a warning fails far from
+    the cause, only when the two files share a worker (a build script run in-process did this)."""
+    yield
+    left = logging.root.manager.disable
+    if left:
+        logging.disable(logging.NOTSET)
+        pytest.fail(f"the test left logging.disable({left}) in force: restore the level it found")
 
 
 @pytest.fixture

@@ -96,11 +96,12 @@ class Browser:
     def at_github(self, location: str) -> httpx.Response:
         """Follow a redirect to GitHub (a real HTTP request to the stand-in), not its answer's. The
         browser's own traffic is not logged: the log check is about the server's lines."""
+        before = logging.root.manager.disable
         logging.disable(logging.CRITICAL)  # the app is not running meanwhile: nothing of it is lost
         try:
             answer = httpx.get(location, follow_redirects=False)
         finally:
-            logging.disable(logging.NOTSET)
+            logging.disable(before)
         assert answer.status_code == 302, answer.text
         return answer
 
