@@ -24,12 +24,23 @@ $(UV):
 # Stamps re-run an install only when the lock or the project changes. `make run` installs the local
 # runtime alone, without removing what `make test` added (--inexact); `make test` installs exactly
 # the lock's local and dev sets.
-$(VENV)/.local-stamp: uv.lock pyproject.toml | $(UV)
+# The project itself is built too, with its optional C module (hatch_build.py) when a compiler is
+# there: `make test` makes sure one is, since a test checks the module was built.
+BUILT_FROM := uv.lock pyproject.toml hatch_build.py src/_vid2context_captions.c
+
+$(VENV)/.local-stamp: $(BUILT_FROM) | $(UV)
 	$(UV) sync --locked --inexact --extra local --python $(PYTHON)
 	touch $@
 
-$(VENV)/.dev-stamp: uv.lock pyproject.toml | $(UV)
+$(VENV)/.dev-stamp: $(BUILT_FROM) | $(UV) $(TOOLS)/.compiler-stamp
 	$(UV) sync --locked --extra local --extra dev --python $(PYTHON)
+	touch $@
+
+# A C compiler and the headers of the Python the venv is made from.
+$(TOOLS)/.compiler-stamp: | $(UV)
+	@command -v cc >/dev/null && \
+		test -e "$$($(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc python3-dev)
 	touch $@
 
 venv-local: $(VENV)/.local-stamp

@@ -15,9 +15,12 @@ Figures:
   (target 2x). srv3 and json3 have no reference there: its parser reads only ``<text start dur>``;
   srv3 is put against our own ElementTree path (``_parse_tree``, what any XML-parser reading
   costs) and json3 against the 1.5 ms target alone;
-- ``parse_xml_stages``: where the classic XML parse's time goes, each stage timed alone on the
-  same file (the cue split, both decode layers, the whitespace check and the split into cues,
-  the times and segments), and the lower bound that puts on the whole;
+- ``parse_xml_in_c``: whether the optional C module (``src/_vid2context_captions.c``) parsed the
+  XML, and ``vs_youtube_transcript_api.parse_xml_pure_python``: the pure-Python path (the
+  Worker's, and any install built without a compiler) against the same reference, same run;
+- ``parse_xml_stages``: where the pure-Python classic XML parse's time goes, each stage timed
+  alone on the same file (the cue split, both decode layers, the whitespace check and the split
+  into cues, the times and segments), and the lower bound that puts on the whole;
 - ``vs_before``: the XML and srv3 parse against the parser as it was before issue #17's second
   pass (``bench/captions_before.py``), alternately in the same run: "theirs" is the old one.
 """
@@ -29,7 +32,7 @@ import random
 from html import escape
 
 from vid2context.formats import FORMATTERS, RenderOptions
-from vid2context.models import Transcript, VideoContext, VideoMetadata
+from vid2context.models import Segment, Transcript, VideoContext, VideoMetadata
 from vid2context.providers import captions
 from vid2context.providers.captions import _parse_tree, parse_json3, parse_timedtext_xml
 from vid2context.providers.subtitles import parse_vtt
@@ -110,6 +113,17 @@ def xml_stages(xml: str) -> dict[str, float]:
     return figures
 
 
+def _pure_python(parse):  # noqa: ANN001, ANN202 - a parse function, the same without the C module
+    def parsed(text: str) -> object:
+        saved, captions._classic_in_c = captions._classic_in_c, None
+        try:
+            return parse(text)
+        finally:
+            captions._classic_in_c = saved
+
+    return parsed
+
+
 def run() -> dict[str, object]:
     from youtube_transcript_api._transcripts import _TranscriptParser  # the reference parser
 
@@ -161,8 +175,11 @@ def run() -> dict[str, object]:
     )
     plain = RenderOptions()
     srv3_versus_elementtree = compare(lambda: parse_timedtext_xml(srv3), lambda: _parse_tree(srv3, "bench"))
+    python_xml = _pure_python(parse_timedtext_xml)
+    assert python_xml(xml) == segments
     versus = {
         "parse_xml": compare(lambda: parse_timedtext_xml(xml), lambda: reference.parse(xml)),
+        "parse_xml_pure_python": compare(lambda: python_xml(xml), lambda: reference.parse(xml)),
         "render_srt": compare(
             lambda: FORMATTERS["srt"].render(context, plain),
             lambda: SRTFormatter().format_transcript(fetched),
@@ -180,6 +197,8 @@ def run() -> dict[str, object]:
         "parse_xml_youtube_transcript_api": theirs,
         "parse_xml_speedup": round(theirs["median_ms"] / ours["median_ms"], 2),
         "parse_xml_speedup_cpu": round(theirs["cpu_median_ms"] / ours["cpu_median_ms"], 2),
+        "parse_xml_in_c": captions._classic_in_c is not None
+        and captions._classic_in_c(xml, Segment) is not None,
         "parse_json3": measure(lambda: parse_json3(json3)),
         "parse_srv3": measure(lambda: parse_timedtext_xml(srv3)),
         "parse_vtt": measure(lambda: parse_vtt(vtt)),
@@ -188,7 +207,7 @@ def run() -> dict[str, object]:
         "srv3_vs_elementtree": srv3_versus_elementtree,
         "parse_xml_stages": xml_stages(xml),
         "vs_before": {
-            "parse_xml": compare(lambda: parse_timedtext_xml(xml), lambda: parse_before(xml)),
+            "parse_xml": compare(lambda: python_xml(xml), lambda: parse_before(xml)),
             "parse_srv3": compare(lambda: parse_timedtext_xml(srv3), lambda: parse_before(srv3)),
         },
     }

@@ -50,6 +50,12 @@ import msgspec
 from ..errors import ErrorCode, VidError
 from ..models import CaptionTrack, Segment
 
+try:  # The usual classic shape parsed in C, built where a compiler was (hatch_build.py); the
+    # Worker and any install without it parse in Python below, with the same segments.
+    from _vid2context_captions import classic as _classic_in_c
+except ImportError:
+    _classic_in_c = None
+
 __all__ = [
     "MAX_CAPTION_CHARS",
     "TrackChoice",
@@ -510,6 +516,10 @@ def _parse_fast(text: str) -> list[Segment] | None:
     if "<text " in text[:_HEAD] or ("<p " not in text and "<text " in text):
         # One split: what lies between cues, then each cue's start, duration and body (``None``
         # where the file has none), four by four; the usual shape first, the general if need be.
+        if _classic_in_c is not None:  # None: a shape the C parse leaves to this one
+            segments = _classic_in_c(text, Segment)
+            if segments is not None:
+                return segments
         seconds = True
         usual, general, document = _CLASSIC_USUAL, _CLASSIC_CUE, text
     elif "<p " in text:
