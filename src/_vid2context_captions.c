@@ -4,12 +4,12 @@
    time (hatch_build.py), and captions.py falls back to its pure-Python path where it is missing
    (the Worker, on Pyodide, never has it). It parses only what the Python fast path's usual shape
    parses, and gives the same segments for it: a document of <text start="s" dur="s">body</text>
-   cues, times with at most three decimals, bodies whose every "&" starts one of the references
-   the one-pass decode of both layers knows. Anything else (another attribute order, a formatting
-   tag, a lone "&", a time JSON would read otherwise) returns None, and the Python code, which
-   handles every document, takes it from the start: this module never has to be right about a
-   case it does not accept. tests/test_captions_speedups.py compares the two on generated
-   documents.
+   cues, times with at most three decimals, bodies whose every "&" starts one of the references or
+   formatting tags that captions.py decodes in one pass (_BOTH_LAYERS_TOKEN). Anything else
+   (another attribute order, a tag of another kind, a lone "&", a time JSON would read otherwise)
+   returns None, and the Python code, which handles every document, takes it from the start: this
+   module never has to be right about a case it does not accept. tests/test_captions_speedups.py
+   compares the two on generated documents.
 
    Everything runs with the GIL held, on the str's own storage (no copy, no encoding). */
 
@@ -105,6 +105,84 @@ milliseconds(const Text *t, Py_ssize_t from, Py_ssize_t to)
     return ms <= MAX_MS ? ms : -1;
 }
 
+/* The character at i, or 0 past the end (a document here holds no NUL: the caller refuses one). */
+static inline Py_UCS4
+char_at(const Text *t, Py_ssize_t i)
+{
+    return i < t->length ? at(t, i) : 0;
+}
+
+static inline int
+ascii_letter(Py_UCS4 c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* The end of a quoted attribute value's text from i: [^&<>"\0]*. */
+static Py_ssize_t
+value_run(const Text *t, Py_ssize_t i)
+{
+    Py_UCS4 c;
+    while ((c = char_at(t, i)) != 0 && c != '&' && c != '<' && c != '>' && c != '"')
+        i++;
+    return i;
+}
+
+/* The length after its "&" of the formatting tag at i (just after the "&", at "lt;"), or 0 when
+   none is there. One of YouTube's tags as it stands in the XML, what captions.py's
+   _FORMATTING_TOKEN matches: "&lt;", an optional "/", b, i, u or font in either case (ASCII: a
+   dotless i, which Python's case folding also takes, is left to Python), attributes each a space,
+   a name of ASCII letters, "=" and a value quoted by "&quot;" or '"' with no "&", "<", ">" or
+   '"' inside, an optional "/", and "&gt;" or ">". The pattern can match only one way, so reading
+   it from left to right without going back finds what the regex finds. */
+static Py_ssize_t
+formatting_tag(const Text *t, Py_ssize_t i)
+{
+    Py_ssize_t k = i + 3; /* "lt;" */
+    if (char_at(t, k) == '/')
+        k++;
+    Py_UCS4 c = char_at(t, k) | 0x20; /* ASCII lower case (0 stays no letter) */
+    if (c == 'b' || c == 'i' || c == 'u')
+        k++;
+    else if (c == 'f' && (char_at(t, k + 1) | 0x20) == 'o' && (char_at(t, k + 2) | 0x20) == 'n' &&
+             (char_at(t, k + 3) | 0x20) == 't')
+        k += 4;
+    else
+        return 0;
+    while (char_at(t, k) == ' ') {
+        k++;
+        Py_ssize_t name = k;
+        while (ascii_letter(char_at(t, k)))
+            k++;
+        if (k == name || char_at(t, k) != '=')
+            return 0;
+        k++;
+        if (LITERAL_AT(t, k, "&quot;")) {
+            k = value_run(t, k + 6);
+            if (!LITERAL_AT(t, k, "&quot;"))
+                return 0;
+            k += 6;
+        }
+        else if (char_at(t, k) == '"') {
+            k = value_run(t, k + 1);
+            if (char_at(t, k) != '"')
+                return 0;
+            k++;
+        }
+        else
+            return 0;
+    }
+    if (char_at(t, k) == '/')
+        k++;
+    if (LITERAL_AT(t, k, "&gt;"))
+        k += 4;
+    else if (char_at(t, k) == '>')
+        k++;
+    else
+        return 0;
+    return k - i;
+}
+
 /* The decoded character of the reference token at i (just after its "&"), and its length after
    the "&" in *len; 0 when no token starts there. Both layers at once: "&amp;lt;" is the XML
    "&amp;" then the HTML "&lt;", so "<". The tokens are captions.py's _REFERENCE_TOKENS. */
@@ -160,6 +238,13 @@ cue_text(const Text *t, Py_ssize_t from, Py_ssize_t to, void *out)
     int space = 0;
     for (Py_ssize_t i = from; i < to; i++) {
         Py_UCS4 c = at(t, i);
+        if (c == '&' && LITERAL_AT(t, i + 1, "lt;")) {
+            Py_ssize_t len = formatting_tag(t, i + 1);
+            if (len == 0)
+                return -1; /* "&lt;" that is text, or a tag of another kind: Python decides */
+            i += len;      /* the tag goes, and what is around it meets */
+            continue;
+        }
         if (c == '&') {
             Py_ssize_t len = 0;
             c = reference(t, i + 1, &len);

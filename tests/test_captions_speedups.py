@@ -81,6 +81,34 @@ def test_every_reference_it_decodes_decodes_as_in_python(token: str) -> None:
     assert speedups.classic(document, Segment) == _python(document)
 
 
+# YouTube's formatting tags as the XML holds them, each of which the C parse removes whole.
+_FORMATTING = ["&lt;i&gt;", "&lt;/i&gt;", "&lt;I>", "&lt;b/&gt;", "&lt;/B>", "&lt;u&gt;", "&lt;/font&gt;"]
+_FORMATTING += [
+    '&lt;font color="#fff"&gt;',
+    "&lt;font color=&quot;#E5E5E5&quot;&gt;",
+    "&lt;FONT size=&quot;&quot;/>",
+]
+_FORMATTING += ['&lt;font color=&quot;#E5E5E5&quot; face="x y"&gt;']
+
+
+@needs_speedups
+@pytest.mark.parametrize("tag", _FORMATTING)
+def test_every_formatting_tag_it_removes_is_removed_as_in_python(tag: str) -> None:
+    document = _doc(f"a{tag}b", f"  {tag} word {tag}", tag, f"x &amp;lt;{tag}&amp;gt; y")
+    assert speedups.classic(document, Segment) is not None
+    assert speedups.classic(document, Segment) == _python(document)
+
+
+def test_the_recorded_caption_file_is_parsed_in_c(fixtures) -> None:  # noqa: ANN001
+    """The recorded answer has italics (``&lt;i>not&lt;/i>``) and an empty cue."""
+    document = (fixtures / "youtube/yta/transcript.xml.static").read_text("utf-8")
+    if speedups is not None:
+        assert speedups.classic(document, Segment) == _python(document)
+    assert [s.text for s in captions.parse_timedtext_xml(document)][
+        1
+    ] == "this is not the original transcript"
+
+
 @needs_speedups
 @pytest.mark.parametrize(
     "body",
@@ -102,7 +130,13 @@ def test_whitespace_and_wide_characters_as_in_python(body: str) -> None:
 @pytest.mark.parametrize(
     "document",
     [
-        _doc("&lt;i&gt;formatted&lt;/i&gt;"),  # a formatting tag: the Python path removes it
+        _doc("&lt;div&gt;"),  # markup that is not YouTube's formatting: words
+        _doc("a &lt; b"),  # an escaped "<" that starts no tag
+        _doc("&lt;\u0131&gt;"),  # a dotless i, which Python's case folding takes for an i
+        _doc("&lt;font\ncolor=&quot;x&quot;&gt;"),  # not one space before the attribute
+        _doc("&lt;font color=&quot;a&amp;b&quot;&gt;"),  # an "&" in a value
+        _doc("&lt;font color=x&gt;"),  # an unquoted value
+        _doc("&lt;i &gt;"),
         _doc("Q &amp; A"),  # an "&" that starts no reference
         _doc("&amp;nbsp;"),  # a reference outside the table
         _doc("x", start="01.5"),  # a time JSON would not read
@@ -125,8 +159,8 @@ def test_any_other_shape_is_left_to_python(document: str) -> None:
 # The usual shape, whose bodies hold mostly what the C parse decodes (every reference token,
 # whitespace of every kind, characters one to four bytes wide) and sometimes what it declines.
 _ACCEPTED = ["a", "Zq", " ", "  ", "\n", "\t", "\xa0", "\u3000", "\x85", "\xe9", "\u65e5", "\U0001f389"]
-_ACCEPTED += [";", "#", '"', ">", "'", "amp;", "\x01", *captions._BOTH_LAYERS]
-_DECLINED = ["&", "&amp;", "&lt;i&gt;", "&amp;nbsp;", "&#233;", "<", "<br/>"]
+_ACCEPTED += [";", "#", '"', ">", "'", "amp;", "\x01", *captions._BOTH_LAYERS, *_FORMATTING]
+_DECLINED = ["&", "&amp;", "&lt;div&gt;", "&lt;", "&amp;nbsp;", "&#233;", "<", "<br/>", "&lt;font color=x>"]
 _BODY = st.lists(st.sampled_from(_ACCEPTED), max_size=10)
 _TIME = st.sampled_from(
     ["0", "1", "1.5", "2.25", "3.125", "12.96", "3600", "0.001"] * 12 + ["01", ".5", "1."]
@@ -154,7 +188,10 @@ def test_generated_usual_files_read_the_same_with_and_without_it(document: str) 
 
 
 # Anything at all between and inside the pieces of a usual cue: what a hostile server could send.
-_ANY = st.lists(st.text(max_size=12) | st.sampled_from(['<text start="', '" dur="', '">', "</text>", "&"]))
+_ANY = st.lists(
+    st.text(max_size=12)
+    | st.sampled_from(['<text start="', '" dur="', '">', "</text>", "&", "&lt;", "&quot;", "&gt;", "font"])
+)
 
 
 @needs_speedups
