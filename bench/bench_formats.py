@@ -18,6 +18,8 @@ Figures:
 - ``parse_xml_in_c``: whether the optional C module (``src/_vid2context_captions.c``) parsed the
   XML, and ``vs_youtube_transcript_api.parse_xml_pure_python``: the pure-Python path (the
   Worker's, and any install built without a compiler) against the same reference, same run;
+  ``parse_xml_formatted`` (and ``parse_xml_formatted_in_c``): the same XML with YouTube's
+  formatting tags around every tenth cue, against the reference on those bytes;
 - ``parse_xml_stages``: where the pure-Python classic XML parse's time goes, each stage timed
   alone on the same file (the cue split, both decode layers, the whitespace check and the split
   into cues, the times and segments), and the lower bound that puts on the whole;
@@ -27,8 +29,10 @@ Figures:
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
+import re
 from html import escape
 
 from vid2context.formats import FORMATTERS, RenderOptions
@@ -87,6 +91,17 @@ def build_transcript(seed: int = 7) -> tuple[str, str, str, str]:
     lines.append("</transcript>")
     paragraphs.append("</body></timedtext>")
     return "\n".join(lines), json.dumps({"events": events}), "\n".join(paragraphs), "\n".join(cues)
+
+
+def with_formatting(xml: str) -> str:
+    """The classic file with YouTube's formatting around every tenth cue, as its srv3 twin has it
+    (and as real files with italics or colour have: the recorded one has ``&lt;i>``)."""
+    count = itertools.count()
+    return re.sub(
+        r"(<text [^>]*>)([^<]*)(</text>)",
+        lambda m: f"{m[1]}{_FONT_OPEN}{m[2]}{_FONT_CLOSE}{m[3]}" if next(count) % 10 == 0 else m[0],
+        xml,
+    )
 
 
 def xml_stages(xml: str) -> dict[str, float]:
@@ -177,9 +192,14 @@ def run() -> dict[str, object]:
     srv3_versus_elementtree = compare(lambda: parse_timedtext_xml(srv3), lambda: _parse_tree(srv3, "bench"))
     python_xml = _pure_python(parse_timedtext_xml)
     assert python_xml(xml) == segments
+    formatted = with_formatting(xml)
+    assert parse_timedtext_xml(formatted) == python_xml(formatted) == segments
     versus = {
         "parse_xml": compare(lambda: parse_timedtext_xml(xml), lambda: reference.parse(xml)),
         "parse_xml_pure_python": compare(lambda: python_xml(xml), lambda: reference.parse(xml)),
+        "parse_xml_formatted": compare(
+            lambda: parse_timedtext_xml(formatted), lambda: reference.parse(formatted)
+        ),
         "render_srt": compare(
             lambda: FORMATTERS["srt"].render(context, plain),
             lambda: SRTFormatter().format_transcript(fetched),
@@ -197,6 +217,8 @@ def run() -> dict[str, object]:
         "parse_xml_youtube_transcript_api": theirs,
         "parse_xml_speedup": round(theirs["median_ms"] / ours["median_ms"], 2),
         "parse_xml_speedup_cpu": round(theirs["cpu_median_ms"] / ours["cpu_median_ms"], 2),
+        "parse_xml_formatted_in_c": captions._classic_in_c is not None
+        and captions._classic_in_c(formatted, Segment) is not None,
         "parse_xml_in_c": captions._classic_in_c is not None
         and captions._classic_in_c(xml, Segment) is not None,
         "parse_json3": measure(lambda: parse_json3(json3)),
