@@ -24,7 +24,7 @@ from vid2context.runtime import Runtime
 
 from .cloudflare_bindings import WorkersAi
 from .fake_llm import FakeLlm, Request, source_numbers
-from .ports import free_port
+from .ports import bound_socket
 from .retrieval_set import talks
 from .runtimes import ON_WORKER_TOO, Runtimes, WorkerLikeApp, serve
 from .youtube_replay import httpx_callback
@@ -320,13 +320,14 @@ async def test_a_collection_over_the_window_is_answered_from_what_fits_or_too_la
 @asynccontextmanager
 async def real_server(app: Any, lifespan: str = "on") -> AsyncIterator[str]:
     """``app`` served by uvicorn on loopback, in this event loop."""
-    port = free_port()
+    sock = bound_socket()
+    port = sock.getsockname()[1]
     server = uvicorn.Server(
         uvicorn.Config(
             app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan=lifespan
         )
     )
-    task = asyncio.ensure_future(server.serve())
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not server.started:
         assert not task.done(), "uvicorn did not start"
         await asyncio.sleep(0.01)
@@ -335,6 +336,7 @@ async def real_server(app: Any, lifespan: str = "on") -> AsyncIterator[str]:
     finally:
         server.should_exit = True
         await task
+        sock.close()
 
 
 async def test_a_keep_alive_comment_arrives_while_the_model_is_silent(

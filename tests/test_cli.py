@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 import srt
 import webvtt
 
-from .ports import free_port
+from .ports import healthy, start_serve
 from .youtube_replay import ReplayServer
 
 
@@ -159,32 +158,14 @@ def test_formats_lists_every_formatter(tmp_path: Path, replay: ReplayServer) -> 
 
 
 def test_serve_answers_health_for_real(tmp_path: Path, replay: ReplayServer) -> None:
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "vid2context", "serve", "--port", str(port)],
-        env=_env(tmp_path, replay.origin),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    server, url = start_serve(_env(tmp_path, replay.origin), tmp_path / "serve.log", healthy)
     try:
-        body = None
-        # Polling for readiness, not timing anything: the guard is far beyond a start on a busy machine
-        # (about 3 s on an idle 2-core one).
-        ready_by = time.monotonic() + 60
-        while body is None and server.poll() is None and time.monotonic() < ready_by:
-            try:
-                body = httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=10).json()
-            except httpx.TransportError:
-                time.sleep(0.1)
-        assert body is not None, (
-            server.stderr.read() if server.poll() is not None else "server did not answer"
-        )
+        body = httpx.get(f"{url}/api/v1/health", timeout=10).json()
         assert body["ok"] is True
         assert body["runtime"] == "local"
         assert {f["id"] for f in body["formats"]} >= {"text", "srt", "vtt", "json", "markdown", "pack"}
         assert any(p["id"] == "youtube" for p in body["providers"])
-        missing = httpx.get(f"http://127.0.0.1:{port}/api/v1/nope", timeout=2)
+        missing = httpx.get(f"{url}/api/v1/nope", timeout=2)
         assert missing.status_code == 404
         assert missing.json()["error"]["code"] == "not-found"
     finally:
@@ -194,3 +175,25 @@ def test_serve_answers_health_for_real(tmp_path: Path, replay: ReplayServer) -> 
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def test_serve_on_a_port_taken_first_starts_on_another(
+    tmp_path: Path, replay: ReplayServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``start_serve``'s retry, for real: the first port it is given is held by another socket,
+    as when another process takes it between the probe and the server's bind."""
+    from . import ports
+
+    probe = ports.free_port
+    with ports.bound_socket() as taken:
+        taken.listen()
+        held = taken.getsockname()[1]
+        given = iter([held])
+        monkeypatch.setattr(ports, "free_port", lambda: next(given, None) or probe())
+        server, url = ports.start_serve(_env(tmp_path, replay.origin), tmp_path / "serve.log", ports.healthy)
+    try:
+        assert not url.endswith(f":{held}")
+        assert httpx.get(f"{url}/api/v1/health", timeout=10).json()["ok"] is True
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

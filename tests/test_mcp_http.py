@@ -36,7 +36,7 @@ from vid2context.runtime import build_worker_runtime
 
 from .mcp_catalogue import TOOLS
 from .miniflare_harness import MiniflareHarness, apply_migrations
-from .ports import free_port
+from .ports import bound_socket, healthy, start_serve
 from .runtimes import WorkerLikeApp
 from .youtube_replay import ReplayServer
 
@@ -94,23 +94,14 @@ def _wait_for_health(origin: str, failed: Any) -> None:
 
 def _local_server(settings: Mapping[str, str], home: Path) -> Iterator[str]:
     """``vid2context serve`` in a subprocess, its home and file roots in ``home``."""
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("VID2CONTEXT_")}
     env.update(settings, VID2CONTEXT_HOME=str(home), VID2CONTEXT_FILE_ROOTS=str(home))
-    log = (home / "server.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "vid2context", "serve", "--port", str(port)], env=env, stdout=log, stderr=log
-    )
-    origin = f"http://127.0.0.1:{port}"
+    process, origin = start_serve(env, home / "server.log", healthy, within_s=60)
     try:
-        _wait_for_health(
-            origin, lambda: (home / "server.log").read_text() if process.poll() is not None else None
-        )
         yield origin
     finally:
         process.terminate()
         process.wait(timeout=30)
-        log.close()
 
 
 def _worker_server(settings: Mapping[str, str], miniflare: MiniflareHarness) -> Iterator[str]:
@@ -119,7 +110,8 @@ def _worker_server(settings: Mapping[str, str], miniflare: MiniflareHarness) -> 
     miniflare.reset()
     env = miniflare.new_env(vars=dict(settings))
     runtime = build_worker_runtime(env)
-    port = free_port()
+    sock = bound_socket()
+    port = sock.getsockname()[1]
     web = uvicorn.Server(
         uvicorn.Config(
             WorkerLikeApp(create_app(runtime, owns_runtime=False)),
@@ -135,7 +127,7 @@ def _worker_server(settings: Mapping[str, str], miniflare: MiniflareHarness) -> 
     async def run() -> None:
         try:
             await apply_migrations(env.DB)
-            await web.serve()
+            await web.serve(sockets=[sock])
         except BaseException as error:  # shown by the health wait below
             crashed.append(error)
             raise
@@ -152,6 +144,7 @@ def _worker_server(settings: Mapping[str, str], miniflare: MiniflareHarness) -> 
     finally:
         web.should_exit = True
         thread.join(timeout=30)
+        sock.close()
 
 
 def _client(origin: str, token: str = TOKENS[0], mode: str = "auto") -> Client:
@@ -380,8 +373,6 @@ def test_the_protocol_versions_the_card_names_are_the_sdks() -> None:
 def test_the_rest_api_never_loads_the_mcp_sdk() -> None:
     """Building the app and serving REST and discovery requests leaves the SDK unimported: on the
     Worker, a cold isolate's first REST request does not pay for it."""
-    import subprocess
-    import sys
 
     code = (
         "import asyncio, sys, httpx\n"

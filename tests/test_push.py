@@ -18,7 +18,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ import pytest
 from vid2context import library
 from vid2context.runtime import build_local_runtime
 
-from .ports import free_port
+from .ports import healthy, start_serve
 from .youtube_replay import PLAYLIST_ID, ReplayServer, listed_ids
 
 WRITE_KEY = "push-writer-key-0123456789"
@@ -67,34 +66,6 @@ def cli(home: Path, origin: str, *args: str, **extra: str) -> subprocess.Complet
     assert WRITE_KEY not in result.stdout + result.stderr and READ_KEY not in result.stdout + result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     return result
-
-
-def _start_edge(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    """``vid2context serve`` on a free port, ready; a port taken between ``free_port`` and the
-    server's bind (another process on the machine got it first) is tried again with another."""
-    for _attempt in range(3):
-        port = free_port()
-        server = subprocess.Popen(
-            [sys.executable, "-m", "vid2context", "serve", "--port", str(port)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        url = f"http://127.0.0.1:{port}"
-        # Polling for readiness, not timing anything: the guard is far beyond a start on a busy machine.
-        ready_by = time.monotonic() + 90
-        while server.poll() is None and time.monotonic() < ready_by:
-            try:
-                if httpx.get(url + "/api/v1/health", timeout=10).status_code == 200:
-                    return server, url
-            except httpx.TransportError:
-                time.sleep(0.2)
-        errors = server.stderr.read() if server.poll() is not None and server.stderr else ""
-        if "Address already in use" not in errors:
-            assert server.poll() is None, errors or "the edge exited"
-            return server, url
-    raise AssertionError(f"no free port after three tries: {errors}")
 
 
 @dataclass
@@ -136,7 +107,7 @@ def edge(tmp_path_factory: pytest.TempPathFactory, embed_model_dir: Path) -> Ite
             VID2CONTEXT_EMBED_MODEL_DIR=str(embed_model_dir),
             VID2CONTEXT_EMBED_POOLING="mean",
         )
-        server, url = _start_edge(env)
+        server, url = start_serve(env, home / "edge.log", healthy)
         try:
             yield Edge(url=url, youtube=youtube, home=home)
         finally:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,7 +22,7 @@ import pytest
 
 from vid2context.models import VideoContext
 
-from .ports import free_port
+from .ports import healthy, start_serve
 from .talks import BIKE_TOPICS, topic_talk
 from .youtube_replay import ReplayServer
 
@@ -57,7 +55,6 @@ def _worker_processes(pid: int) -> list[int]:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
-    port = free_port()
     with ReplayServer() as replay:
         env = {k: v for k, v in os.environ.items() if not k.startswith("VID2CONTEXT_")}
         env.update(
@@ -67,20 +64,14 @@ def server(tmp_path: Path) -> Iterator[str]:
             VID2CONTEXT_RATE_LIMIT="0",
             VID2CONTEXT_EMBED_ON_SAVE="0",
         )
-        process = subprocess.Popen(
-            [sys.executable, "-m", "vid2context", "serve", "--port", str(port), "--workers", str(WORKERS)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
+        process, base = start_serve(
+            env,
+            tmp_path / "serve.log",
+            lambda url, started: len(_worker_processes(started.pid)) >= WORKERS and healthy(url, started),
+            args=["--workers", str(WORKERS)],
+            within_s=120,
         )
-        base = f"http://127.0.0.1:{port}"
         try:
-            ready_by = time.monotonic() + 120  # polling for readiness, not timing anything
-            while len(_worker_processes(process.pid)) < WORKERS or not _answers(base):
-                assert process.poll() is None, process.stderr.read() if process.stderr else ""
-                assert time.monotonic() < ready_by, "the workers did not start within 120 s"
-                time.sleep(0.2)
             yield base
             assert len(_worker_processes(process.pid)) == WORKERS
         finally:
@@ -90,13 +81,6 @@ def server(tmp_path: Path) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-
-
-def _answers(base: str) -> bool:
-    try:
-        return httpx.get(f"{base}/api/v1/health", timeout=10).status_code == 200
-    except httpx.TransportError:
-        return False
 
 
 def _get(base: str, path: str, **params: str) -> httpx.Response:
