@@ -128,7 +128,9 @@ def xml_stages(xml: str) -> dict[str, float]:
     return figures
 
 
-def _pure_python(parse):  # noqa: ANN001, ANN202 - a parse function, the same without the C module
+def pure_python(parse):  # noqa: ANN001, ANN202 - a parse function, the same without the C module
+    """``parse`` run with the optional C module out of the way, as the Worker parses."""
+
     def parsed(text: str) -> object:
         saved, captions._classic_in_c = captions._classic_in_c, None
         try:
@@ -190,7 +192,7 @@ def run() -> dict[str, object]:
     )
     plain = RenderOptions()
     srv3_versus_elementtree = compare(lambda: parse_timedtext_xml(srv3), lambda: _parse_tree(srv3, "bench"))
-    python_xml = _pure_python(parse_timedtext_xml)
+    python_xml = pure_python(parse_timedtext_xml)
     assert python_xml(xml) == segments
     formatted = with_formatting(xml)
     assert parse_timedtext_xml(formatted) == python_xml(formatted) == segments

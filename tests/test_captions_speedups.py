@@ -13,7 +13,7 @@ import tracemalloc
 from collections.abc import Iterator
 
 import pytest
-from bench.bench_formats import build_transcript
+from bench.bench_formats import build_transcript, pure_python
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -37,17 +37,9 @@ def _doc(*bodies: str, start: str = "1.5", dur: str = "2") -> str:
 
 
 @pytest.fixture
-def pure_python(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def without_c(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(captions, "_classic_in_c", None)
     yield
-
-
-def _python(document: str) -> object:
-    saved, captions._classic_in_c = captions._classic_in_c, None
-    try:
-        return _outcome(document)
-    finally:
-        captions._classic_in_c = saved
 
 
 def _outcome(document: str) -> object:
@@ -55,6 +47,9 @@ def _outcome(document: str) -> object:
         return captions.parse_timedtext_xml(document)
     except VidError as exc:
         return ("error", exc.code, exc.hint)
+
+
+_python = pure_python(_outcome)
 
 
 def test_the_c_parse_is_built_here() -> None:
@@ -243,7 +238,7 @@ def test_it_keeps_no_memory_between_calls() -> None:
     assert grown < 64 * 1024, grown
 
 
-def test_without_it_the_python_path_parses_the_same(pure_python: None) -> None:
+def test_without_it_the_python_path_parses_the_same(without_c: None) -> None:
     classic = build_transcript()[0]
     assert captions._classic_in_c is None
     assert len(captions.parse_timedtext_xml(classic)) == 2500
