@@ -17,11 +17,11 @@ from bench.bench_formats import build_transcript, pure_python
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from vid2context.errors import VidError
 from vid2context.models import Segment
 from vid2context.providers import captions
 
 from .test_captions_equivalence import _FUZZ, _classic
+from .test_captions_equivalence import _outcome as parsed_or_refused
 
 try:
     import _vid2context_captions as speedups
@@ -43,10 +43,7 @@ def without_c(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def _outcome(document: str) -> object:
-    try:
-        return captions.parse_timedtext_xml(document)
-    except VidError as exc:
-        return ("error", exc.code, exc.hint)
+    return parsed_or_refused(captions.parse_timedtext_xml, document)
 
 
 _python = pure_python(_outcome)

@@ -514,12 +514,12 @@ def _parse_fast(text: str) -> list[Segment] | None:
     if "!" in text and "<!" in text:  # a comment or CDATA: the strict path
         return None
     if "<text " in text[:_HEAD] or ("<p " not in text and "<text " in text):
-        # One split: what lies between cues, then each cue's start, duration and body (``None``
-        # where the file has none), four by four; the usual shape first, the general if need be.
         if _classic_in_c is not None:  # None: a shape the C parse leaves to this one
             segments = _classic_in_c(text, Segment)
             if segments is not None:
                 return segments
+        # One split: what lies between cues, then each cue's start, duration and body (``None``
+        # where the file has none), four by four; the usual shape first, the general if need be.
         seconds = True
         usual, general, document = _CLASSIC_USUAL, _CLASSIC_CUE, text
     elif "<p " in text:
